@@ -1,0 +1,3 @@
+from acpd.daemon.cli import main
+
+raise SystemExit(main())

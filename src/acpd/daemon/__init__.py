@@ -1,0 +1,1 @@
+"""The acpd process: stdio transport, dispatcher, sessions, the agent loop, CLI."""

@@ -1,0 +1,129 @@
+"""Configuration: a TOML file validated by pydantic, overridden by flags and environment.
+
+Unknown keys are errors (a typo must not silently fall back to a default). The file is
+looked up at `--config`, then `$ACPD_CONFIG`, then `<user config dir>/acpd/config.toml`.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from acpd.daemon.errors import ConfigError
+from acpd.protocol.framing import DEFAULT_MAX_LINE_BYTES
+
+MAX_CONFIG_BYTES = 1 << 20
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AgentConfig(Section):
+    model: str | None = None
+    """`openai:NAME`, `anthropic:NAME` or `scripted:PATH`; none means direct mode."""
+    models: list[str] = Field(default_factory=list)
+    """Extra choices offered in the editor's model picker."""
+    max_tool_iterations: int = Field(10, ge=1, le=1000)
+    context_budget_tokens: int = Field(0, ge=0)
+    """0 uses the provider's context window."""
+    max_tokens: int = Field(4096, ge=1)
+    system_prompt: str | None = None
+    default_mode: str = Field("ask", pattern="^(read-only|ask|auto)$")
+
+
+class ProviderConfig(Section):
+    base_url: str | None = None
+    api_key_env: str | None = None
+    timeout: float = Field(120.0, gt=0)
+    max_retries: int = Field(2, ge=0, le=10)
+
+
+class ProvidersConfig(Section):
+    openai: ProviderConfig = Field(default_factory=ProviderConfig)
+    anthropic: ProviderConfig = Field(default_factory=ProviderConfig)
+
+
+class ShellConfig(Section):
+    timeout: float = Field(120.0, gt=0, le=3600)
+    output_byte_limit: int = Field(1 << 20, ge=1024, le=1 << 30)
+
+
+class ToolsConfig(Section):
+    shell: ShellConfig = Field(default_factory=ShellConfig)
+
+
+class ProtocolConfig(Section):
+    max_line_bytes: int = Field(DEFAULT_MAX_LINE_BYTES, ge=1024)
+    request_timeout: float = Field(30.0, gt=0)
+
+
+class Config(Section):
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    providers: ProvidersConfig = Field(default_factory=ProvidersConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    protocol: ProtocolConfig = Field(default_factory=ProtocolConfig)
+    source: str | None = Field(None, exclude=True)
+
+
+def default_config_path() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("acpd")) / "config.toml"
+
+
+def default_data_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("acpd"))
+
+
+def config_path(explicit: str | None) -> Path:
+    return Path(explicit or os.environ.get("ACPD_CONFIG") or default_config_path())
+
+
+def load_config(explicit: str | None = None, overrides: dict[str, Any] | None = None) -> Config:
+    """Load, validate and override; raises ConfigError with the file and the field at fault."""
+    path = config_path(explicit)
+    data: dict[str, Any] = {}
+    source: str | None = None
+    if path.exists() or explicit:
+        data = _read_toml(path)
+        source = str(path)
+    env_iterations = os.environ.get("ACPD_MAX_TOOL_ITERATIONS")
+    if env_iterations:
+        data.setdefault("agent", {})["max_tool_iterations"] = env_iterations
+    for dotted, value in (overrides or {}).items():
+        if value is not None:
+            section, key = dotted.split(".")
+            data.setdefault(section, {})[key] = value
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(source or "configuration", exc)) from None
+    config.source = source
+    return config
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes")
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"{path}: {exc.strerror or exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+
+
+def _describe(source: str, exc: ValidationError) -> str:
+    problems = [
+        f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+        for err in exc.errors(include_url=False, include_input=False)
+    ]
+    return f"{source}: " + "; ".join(problems)

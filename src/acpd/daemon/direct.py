@@ -1,0 +1,126 @@
+"""Slash commands: run a tool directly through the same pipeline, or ask the daemon itself.
+
+They work with or without a model. Without one (direct mode) they are the only way in, and
+anything else gets a short note on how to configure a model.
+"""
+
+from __future__ import annotations
+
+import shlex
+import uuid
+from typing import TYPE_CHECKING
+
+import orjson
+
+from acpd.protocol import acp
+
+if TYPE_CHECKING:
+    from acpd.daemon.session import Session
+    from acpd.tools.pipeline import CallEnv, ToolPipeline
+    from acpd.tools.spec import ToolSpec
+
+NO_MODEL = (
+    "No model is configured, so acpd runs in direct mode: start a prompt with `/` to run a "
+    "tool (`/bash ls`, `/read README.md`, `/list_directory src`, `/tools`). To chat with a "
+    "model, pick one in the model menu, start acpd with `--model openai:NAME`, "
+    "`anthropic:NAME` or `scripted:PATH`, or set `[agent] model` in the config file."
+)
+
+BUILTIN = {
+    "tools": "List the tools and their effects",
+    "status": "Show the session, its mode and model",
+    "policy": "Show what runs without asking in this mode",
+    "clear": "Forget the conversation so far (the log stays)",
+}
+
+
+def commands(pipeline: ToolPipeline) -> list[acp.AvailableCommand]:
+    listed = [acp.AvailableCommand(name=name, description=d) for name, d in BUILTIN.items()]
+    for spec in pipeline.registry:
+        hint = _primary_field(spec) or "JSON arguments"
+        listed.append(
+            acp.AvailableCommand(
+                name=spec.name,
+                description=f"Run the {spec.name} tool: {spec.description}",
+                input={"hint": hint},
+            )
+        )
+    return listed
+
+
+async def run_slash(
+    text: str, session: Session, pipeline: ToolPipeline, env: CallEnv, model: str | None
+) -> None:
+    name, _, rest = text[1:].partition(" ")
+    rest = rest.strip()
+    if name in BUILTIN:
+        await session.say(_builtin(name, session, pipeline, env, model))
+        return
+    spec = pipeline.registry.resolve(name)
+    if spec is None:
+        await session.say(f"Unknown command /{name}. Try /tools.")
+        return
+    arguments, problem = parse_arguments(spec, rest)
+    if problem is not None:
+        await session.say(problem)
+        return
+    call_id = f"tc_{uuid.uuid4().hex[:20]}"
+    result = await pipeline.run(call_id, spec.name, arguments, env)
+    if result.error is not None:
+        await session.say(result.error.format_for_model())
+
+
+def parse_arguments(spec: ToolSpec, rest: str) -> tuple[dict[str, object], str | None]:
+    """`/tool {"json": ...}`, or the rest of the line as the tool's main string argument."""
+    if rest.startswith("{"):
+        try:
+            value = orjson.loads(rest)
+        except orjson.JSONDecodeError as exc:
+            return {}, f"Those arguments are not valid JSON: {exc.msg}"
+        if not isinstance(value, dict):
+            return {}, "JSON arguments must be an object."
+        return value, None
+    field = _primary_field(spec)
+    if field is None:
+        return {}, f"/{spec.name} takes JSON arguments: /{spec.name} {{...}}"
+    if not rest:
+        required = spec.input_schema().get("required", [])
+        return ({}, f"Usage: /{spec.name} <{field}>") if field in required else ({}, None)
+    return {field: rest}, None
+
+
+def _primary_field(spec: ToolSpec) -> str | None:
+    schema = spec.input_schema()
+    for name, prop in schema.get("properties", {}).items():
+        if prop.get("type") == "string":
+            return str(name)
+    return None
+
+
+def _builtin(name: str, session: Session, pipeline: ToolPipeline, env: CallEnv, model: str | None) -> str:
+    if name == "tools":
+        catalog = {s.id for s in pipeline.registry.catalog(env.mode)}
+        lines = [
+            f"- {s.name} ({s.id}, {s.effect.value})" + ("" if s.id in catalog else " — hidden in this mode")
+            for s in pipeline.registry
+        ]
+        return "Tools:\n" + "\n".join(lines)
+    if name == "status":
+        return (
+            f"Session {session.id}\nworkspace: {session.cwd}\nmode: {session.mode}\n"
+            f"model: {model or 'none (direct mode)'}\nmessages: {len(session.history)}"
+        )
+    if name == "policy":
+        remembered = ", ".join(sorted(shlex.quote(k) for k in session.remembered)) or "none"
+        return (
+            f"Mode {env.mode}: read-only tools always run; "
+            + {
+                "read-only": "tools that change state are denied and hidden.",
+                "ask": "tools that change state or run commands ask first.",
+                "auto": "tools that change state or run commands run without asking.",
+            }.get(env.mode, "")
+            + f"\nRemembered answers: {remembered}\nWorkspace roots: {', '.join(session.roots)}"
+        )
+    session.history.clear()
+    session.store.clear_messages(session.id)
+    return "Cleared the conversation; the model starts afresh on your next prompt."

@@ -1,0 +1,157 @@
+"""Capabilities served by the editor: `fs/*` for files (unsaved buffers count) and
+`terminal/*` for bash in the editor's own terminal."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+
+from acpd.daemon.errors import PeerError
+from acpd.daemon.local import QUIET_ENV, LocalFileSystem
+from acpd.daemon.rpc import Connection
+from acpd.tools.capabilities import CommandRequest, CommandResult, OnOutput, OnTerminal
+
+log = logging.getLogger("acpd.editor")
+
+FS_TIMEOUT = 30.0
+TERMINAL_TIMEOUT = 15.0
+KILL_GRACE = 2.0
+RELEASE_TIMEOUT = 2.0
+
+
+class EditorFileSystem:
+    """Reads and writes through the editor where it said it can; lists directories locally."""
+
+    def __init__(
+        self, conn: Connection, session_id: str, *, can_read: bool, can_write: bool
+    ) -> None:
+        self._conn = conn
+        self._session_id = session_id
+        self._can_read = can_read
+        self._can_write = can_write
+        self._local = LocalFileSystem()
+
+    async def read_text(self, path: str, line: int | None = None, limit: int | None = None) -> str:
+        if not self._can_read:
+            return await self._local.read_text(path, line, limit)
+        params: dict[str, Any] = {"sessionId": self._session_id, "path": path}
+        if line is not None:
+            params["line"] = line
+        if limit is not None:
+            params["limit"] = limit
+        result = await self._call("fs/read_text_file", params, path)
+        content = result.get("content") if isinstance(result, dict) else None
+        if not isinstance(content, str):
+            raise OSError(f"the editor sent no text for {path}")
+        return content
+
+    async def write_text(self, path: str, content: str) -> None:
+        if not self._can_write:
+            await self._local.write_text(path, content)
+            return
+        params = {"sessionId": self._session_id, "path": path, "content": content}
+        await self._call("fs/write_text_file", params, path)
+
+    async def list_dir(self, path: str) -> list[tuple[str, str]]:
+        return await self._local.list_dir(path)
+
+    async def _call(self, method: str, params: dict[str, Any], path: str) -> Any:
+        try:
+            return await self._conn.request(method, params, timeout=FS_TIMEOUT)
+        except PeerError as exc:
+            message = exc.error.message if exc.error is not None else str(exc)
+            if exc.error is not None and exc.error.code == -32002:
+                raise FileNotFoundError(2, f"not found ({message})", path) from None
+            raise OSError(f"the editor refused: {message}") from None
+
+
+class EditorTerminalRunner:
+    """Runs `bash -c COMMAND` in an editor terminal that the tool call embeds."""
+
+    def __init__(self, conn: Connection, session_id: str) -> None:
+        self._conn = conn
+        self._session_id = session_id
+
+    async def run(
+        self, request: CommandRequest, on_terminal: OnTerminal, on_output: OnOutput
+    ) -> CommandResult:
+        env = [{"name": k, "value": v} for k, v in {**QUIET_ENV, **request.env}.items()]
+        created = await self._request(
+            "terminal/create",
+            {
+                "sessionId": self._session_id,
+                "command": "bash",
+                "args": ["-c", request.command],
+                "env": env,
+                "cwd": request.cwd,
+                "outputByteLimit": request.output_byte_limit,
+            },
+        )
+        terminal_id = created.get("terminalId") if isinstance(created, dict) else None
+        if not isinstance(terminal_id, str) or not terminal_id:
+            raise OSError("the editor did not return a terminal id")
+        released = False
+
+        async def release() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
+            await self._request("terminal/release", self._ids(terminal_id), RELEASE_TIMEOUT)
+
+        await on_terminal(terminal_id, release)
+        timed_out = False
+        try:
+            with anyio.move_on_after(request.timeout) as deadline:
+                exit_status = await self._conn.request(
+                    "terminal/wait_for_exit", self._ids(terminal_id), timeout=None
+                )
+            if deadline.cancelled_caught:
+                timed_out = True
+                exit_status = await self._kill(terminal_id)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._kill(terminal_id)
+            raise
+        output = await self._request("terminal/output", self._ids(terminal_id))
+        return _result(terminal_id, output, exit_status, timed_out)
+
+    async def _kill(self, terminal_id: str) -> Any:
+        """Kill, then give the process a short grace to report its exit."""
+        try:
+            await self._request("terminal/kill", self._ids(terminal_id))
+            with anyio.move_on_after(KILL_GRACE):
+                return await self._request("terminal/wait_for_exit", self._ids(terminal_id))
+        except OSError as exc:
+            log.warning("could not kill terminal %s: %s", terminal_id, exc)
+        return None
+
+    def _ids(self, terminal_id: str) -> dict[str, str]:
+        return {"sessionId": self._session_id, "terminalId": terminal_id}
+
+    async def _request(
+        self, method: str, params: dict[str, Any], timeout: float = TERMINAL_TIMEOUT
+    ) -> Any:
+        try:
+            return await self._conn.request(method, params, timeout=timeout)
+        except PeerError as exc:
+            raise OSError(str(exc)) from None
+
+
+def _result(terminal_id: str, output: Any, exit_status: Any, timed_out: bool) -> CommandResult:
+    text = output.get("output", "") if isinstance(output, dict) else ""
+    status = exit_status if isinstance(exit_status, dict) else {}
+    if isinstance(output, dict) and isinstance(output.get("exitStatus"), dict):
+        status = status or output["exitStatus"]
+    exit_code = status.get("exitCode")
+    signal = status.get("signal")
+    return CommandResult(
+        output=text if isinstance(text, str) else "",
+        exit_code=None if timed_out or not isinstance(exit_code, int) else exit_code,
+        signal=signal if isinstance(signal, str) else None,
+        timed_out=timed_out,
+        truncated=bool(output.get("truncated")) if isinstance(output, dict) else False,
+        terminal_id=terminal_id,
+    )

@@ -1,0 +1,18 @@
+"""Wiring: the stdio transport, the connection and the ACP agent, for one editor."""
+
+from __future__ import annotations
+
+from acpd.daemon.agent import AcpAgent, ServeOptions
+from acpd.daemon.rpc import Connection
+from acpd.daemon.stdio import FdReader, FdWriter, ProtocolFds
+from acpd.protocol.framing import DEFAULT_MAX_LINE_BYTES
+
+
+async def serve_stdio(fds: ProtocolFds, options: ServeOptions) -> None:
+    conn = Connection(
+        FdReader(fds.read_fd),
+        FdWriter(fds.write_fd),
+        max_line_bytes=options.max_line_bytes or DEFAULT_MAX_LINE_BYTES,
+    )
+    AcpAgent(conn, options)
+    await conn.serve()

@@ -1,0 +1,123 @@
+"""One live session: its state machine, mode, model, history and the editor it talks to."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from acpd.daemon import updates
+from acpd.daemon.errors import PeerError
+from acpd.protocol.session_state import SessionEvent, SessionState, SessionStateMachine
+from acpd.tools.permissions import PermissionAnswer
+from acpd.tools.spec import ToolCallView
+
+if TYPE_CHECKING:
+    from acpd.daemon.rpc import Connection
+    from acpd.daemon.store import SessionStore
+    from acpd.providers.base import Message, Provider
+
+log = logging.getLogger("acpd.session")
+
+PERMISSION_OPTIONS = [
+    {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
+    {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
+    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+    {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
+]
+_ANSWERS: dict[str, PermissionAnswer] = {
+    "allow_once": "allow_once",
+    "allow_always": "allow_always",
+    "reject_once": "reject_once",
+    "reject_always": "reject_always",
+}
+
+
+@dataclass(eq=False)
+class Session:
+    id: str
+    cwd: str
+    mode: str
+    model: str | None
+    conn: Connection
+    store: SessionStore
+    history: list[Message] = field(default_factory=list)
+    title: str | None = None
+    remembered: dict[str, bool] = field(default_factory=dict)
+    provider: Provider | None = None
+    machine: SessionStateMachine = field(default_factory=SessionStateMachine)
+    turn_scope: anyio.CancelScope | None = None
+    idle: anyio.Event = field(default_factory=anyio.Event)
+
+    def __post_init__(self) -> None:
+        self.idle.set()
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        return (self.cwd,)
+
+    # --- the editor's view ------------------------------------------------------------------
+
+    async def send(self, update: dict[str, Any], *, persist: bool = False) -> None:
+        if persist:
+            self.store.append_update(self.id, update)
+        await self.conn.notify("session/update", {"sessionId": self.id, "update": update})
+
+    async def say(self, text: str) -> None:
+        """An agent message that is shown and kept for replay."""
+        await self.send(updates.message_chunk("agent_message_chunk", text), persist=True)
+
+    def remember(self, message: Message) -> None:
+        self.history.append(message)
+        self.store.append_message(self.id, message.to_dict())
+
+    # --- CallObserver ------------------------------------------------------------------------
+
+    async def publish(self, view: ToolCallView, *, first: bool) -> None:
+        update = updates.tool_call(view, first=first)
+        final = view.status in ("completed", "failed")
+        if first or final:
+            self.store.append_update(self.id, updates.without_terminals(update))
+        await self.send(update)
+
+    async def ask(self, view: ToolCallView) -> PermissionAnswer:
+        update = updates.tool_call(view, first=False)
+        update.pop("sessionUpdate")
+        params = {"sessionId": self.id, "toolCall": update, "options": PERMISSION_OPTIONS}
+        try:
+            answer = await self.conn.request("session/request_permission", params, timeout=None)
+        except PeerError as exc:
+            log.warning("permission request failed, treating it as a rejection: %s", exc)
+            return "reject_once"
+        outcome = answer.get("outcome") if isinstance(answer, dict) else None
+        if not isinstance(outcome, dict) or outcome.get("outcome") != "selected":
+            return "cancelled"
+        return _ANSWERS.get(str(outcome.get("optionId")), "reject_once")
+
+    # --- turns -------------------------------------------------------------------------------
+
+    def begin_turn(self) -> None:
+        """Raises IllegalTransition when a turn is running or the session is closed."""
+        self.machine.process(SessionEvent.PROMPT)
+        self.idle = anyio.Event()
+
+    def end_turn(self) -> None:
+        self.machine.process(SessionEvent.TURN_END)
+        self.turn_scope = None
+        self.idle.set()
+
+    def cancel(self) -> None:
+        self.machine.process(SessionEvent.CANCEL)
+        if self.turn_scope is not None:
+            self.turn_scope.cancel()
+
+    @property
+    def cancelling(self) -> bool:
+        return self.machine.state is SessionState.CANCELLING
+
+    def close(self) -> None:
+        if self.turn_scope is not None:
+            self.turn_scope.cancel()
+        self.machine.process(SessionEvent.CLOSE)

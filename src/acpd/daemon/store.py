@@ -1,0 +1,182 @@
+"""Session storage in SQLite: session rows, the update stream for replay, model history.
+
+What is stored is what was shown: updates are kept as sent (after redaction), minus
+transient streaming updates and terminal embeds (a replayed card must not name a terminal
+that was released long ago).
+"""
+
+from __future__ import annotations
+
+import base64
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+SCHEMA = """
+PRAGMA foreign_keys = ON;
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    cwd TEXT NOT NULL,
+    title TEXT,
+    mode TEXT NOT NULL,
+    model TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_by_update ON sessions (updated_at DESC, id);
+CREATE TABLE IF NOT EXISTS updates (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    payload BLOB NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE IF NOT EXISTS messages (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    payload BLOB NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+"""
+
+PAGE_SIZE = 50
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    id: str
+    cwd: str
+    title: str | None
+    mode: str
+    model: str | None
+    created_at: float
+    updated_at: float
+
+
+class BadCursor(ValueError):
+    pass
+
+
+class SessionStore:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        self._db.executescript(SCHEMA)
+        self._seq: dict[str, int] = {}
+
+    def close(self) -> None:
+        self._db.close()
+
+    def create(self, session_id: str, cwd: str, mode: str, model: str | None) -> None:
+        now = time.time()
+        with self._db:
+            self._db.execute(
+                "INSERT INTO sessions VALUES (?, ?, NULL, ?, ?, ?, ?)",
+                (session_id, cwd, mode, model, now, now),
+            )
+
+    def get(self, session_id: str) -> SessionRow | None:
+        row = self._db.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return SessionRow(*row) if row else None
+
+    def update_meta(self, session_id: str, **fields: Any) -> None:
+        allowed = {"title", "mode", "model", "cwd"}
+        sets = [f"{k} = ?" for k in fields if k in allowed]
+        values = [v for k, v in fields.items() if k in allowed]
+        with self._db:
+            self._db.execute(
+                f"UPDATE sessions SET {', '.join([*sets, 'updated_at = ?'])} WHERE id = ?",
+                (*values, time.time(), session_id),
+            )
+
+    def delete(self, session_id: str) -> bool:
+        with self._db:
+            cursor = self._db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        for table in ("updates", "messages"):
+            self._seq.pop(f"{table}\0{session_id}", None)
+        return cursor.rowcount > 0
+
+    def append_update(self, session_id: str, update: dict[str, Any]) -> None:
+        self._append("updates", session_id, update)
+
+    def append_message(self, session_id: str, message: dict[str, Any]) -> None:
+        self._append("messages", session_id, message)
+
+    def clear_messages(self, session_id: str) -> None:
+        with self._db:
+            self._db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+
+    def updates(self, session_id: str) -> list[dict[str, Any]]:
+        return self._load("updates", session_id)
+
+    def messages(self, session_id: str) -> list[dict[str, Any]]:
+        return self._load("messages", session_id)
+
+    def list(
+        self, cwd: str | None, cursor: str | None
+    ) -> tuple[list[SessionRow], str | None]:
+        """One page, newest first; raises BadCursor for a cursor this store did not issue."""
+        where, args = ["1 = 1"], []
+        if cwd is not None:
+            where.append("cwd = ?")
+            args.append(cwd)
+        if cursor:
+            updated_at, last_id = _decode_cursor(cursor)
+            where.append("(updated_at < ? OR (updated_at = ? AND id > ?))")
+            args += [updated_at, updated_at, last_id]
+        rows = self._db.execute(
+            f"SELECT * FROM sessions WHERE {' AND '.join(where)} "
+            "ORDER BY updated_at DESC, id LIMIT ?",
+            (*args, PAGE_SIZE + 1),
+        ).fetchall()
+        page = [SessionRow(*row) for row in rows[:PAGE_SIZE]]
+        more = len(rows) > PAGE_SIZE
+        return page, _encode_cursor(page[-1]) if more else None
+
+    def _append(self, table: str, session_id: str, payload: dict[str, Any]) -> None:
+        seq = self._next_seq(table, session_id)
+        with self._db:
+            self._db.execute(
+                f"INSERT INTO {table} VALUES (?, ?, ?)", (session_id, seq, orjson.dumps(payload))
+            )
+            self._db.execute(
+                "UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time(), session_id)
+            )
+
+    def _next_seq(self, table: str, session_id: str) -> int:
+        key = f"{table}\0{session_id}"
+        if key not in self._seq:
+            row = self._db.execute(
+                f"SELECT COALESCE(MAX(seq), 0) FROM {table} WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            self._seq[key] = int(row[0])
+        self._seq[key] += 1
+        return self._seq[key]
+
+    def _load(self, table: str, session_id: str) -> list[dict[str, Any]]:
+        rows = self._db.execute(
+            f"SELECT payload FROM {table} WHERE session_id = ? ORDER BY seq", (session_id,)
+        ).fetchall()
+        return [orjson.loads(row[0]) for row in rows]
+
+
+def _encode_cursor(row: SessionRow) -> str:
+    raw = orjson.dumps([row.updated_at, row.id])
+    return base64.urlsafe_b64encode(raw).decode("ascii")
+
+
+def _decode_cursor(cursor: str) -> tuple[float, str]:
+    try:
+        value = orjson.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
+        updated_at, last_id = value
+        if not isinstance(updated_at, int | float) or not isinstance(last_id, str):
+            raise ValueError
+        return float(updated_at), last_id
+    except (ValueError, TypeError, orjson.JSONDecodeError, UnicodeEncodeError) as exc:
+        raise BadCursor("invalid cursor") from exc

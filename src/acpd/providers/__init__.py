@@ -1,0 +1,1 @@
+"""LLM providers behind one streaming interface; each is imported only when selected."""

@@ -1,0 +1,124 @@
+"""A provider that replays a script: each model call returns the script's next turn.
+
+Script format (JSON):
+    {"turns": [{"text": "...", "tool_calls": [{"name": "read", "arguments": {...}}]}, ...]}
+
+A turn may also carry `"chunks": ["...", ...]` (text streamed in pieces), `"thought"`,
+`"usage": {"input_tokens": N, "output_tokens": N}`, `"delay": seconds` (before the reply, to
+test cancellation), and a tool call may give `"raw_arguments"` (argument text as a model sent
+it, to exercise invalid JSON). Used by the demo and by the end-to-end tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+
+from acpd.providers.base import (
+    ModelEvent,
+    ModelRequest,
+    ProviderError,
+    StopEvent,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallEvent,
+    ToolCallRequest,
+    UsageEvent,
+    parse_arguments,
+)
+
+MAX_SCRIPT_BYTES = 16 * 1024 * 1024
+
+
+class ScriptError(ValueError):
+    pass
+
+
+def load_script(path: str | Path) -> list[dict[str, Any]]:
+    """Read and check a script file; raises ScriptError saying what is wrong and where."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_SCRIPT_BYTES:
+            raise ScriptError(f"{path}: larger than {MAX_SCRIPT_BYTES} bytes")
+        data = orjson.loads(path.read_bytes())
+    except OSError as exc:
+        raise ScriptError(f"{path}: {exc.strerror or exc}") from None
+    except orjson.JSONDecodeError as exc:
+        raise ScriptError(f"{path}: not JSON ({exc.msg})") from None
+    turns = data.get("turns") if isinstance(data, dict) else None
+    if not isinstance(turns, list):
+        raise ScriptError(f'{path}: expected {{"turns": [...]}}')
+    for index, turn in enumerate(turns):
+        _check_turn(path, index, turn)
+    return turns
+
+
+def _check_turn(path: Path, index: int, turn: Any) -> None:
+    where = f"{path}: turns[{index}]"
+    if not isinstance(turn, dict):
+        raise ScriptError(f"{where} must be an object")
+    if "text" in turn and not isinstance(turn["text"], str):
+        raise ScriptError(f"{where}.text must be a string")
+    chunks = turn.get("chunks", [])
+    if not isinstance(chunks, list) or not all(isinstance(c, str) for c in chunks):
+        raise ScriptError(f"{where}.chunks must be a list of strings")
+    calls = turn.get("tool_calls", [])
+    if not isinstance(calls, list):
+        raise ScriptError(f"{where}.tool_calls must be a list")
+    for n, call in enumerate(calls):
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            raise ScriptError(f"{where}.tool_calls[{n}] needs a string name")
+        if "arguments" in call and not isinstance(call["arguments"], dict):
+            raise ScriptError(f"{where}.tool_calls[{n}].arguments must be an object")
+
+
+class ScriptedProvider:
+    context_window = 200_000
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self.name = f"scripted:{self.path}"
+        self._turns = load_script(path)
+        self._next = 0
+        self._call_ids = 0
+
+    @property
+    def remaining(self) -> int:
+        return len(self._turns) - self._next
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        if self._next >= len(self._turns):
+            yield TextDelta(f"(the script {Path(self.path).name} has no more turns)")
+            yield StopEvent("end_turn")
+            return
+        turn = self._turns[self._next]
+        self._next += 1
+        delay = turn.get("delay", 0)
+        if isinstance(delay, int | float) and delay > 0:
+            await anyio.sleep(delay)
+        if turn.get("error"):
+            raise ProviderError(str(turn["error"]), status=turn.get("status"))
+        if isinstance(turn.get("thought"), str):
+            yield ThoughtDelta(turn["thought"])
+        for chunk in turn.get("chunks", []):
+            yield TextDelta(chunk)
+        if turn.get("text"):
+            yield TextDelta(turn["text"])
+        calls = turn.get("tool_calls", [])
+        for call in calls:
+            yield ToolCallEvent(self._call(call))
+        usage = turn.get("usage")
+        if isinstance(usage, dict):
+            yield UsageEvent(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
+        yield StopEvent("tool_use" if calls else "end_turn")
+
+    def _call(self, call: dict[str, Any]) -> ToolCallRequest:
+        self._call_ids += 1
+        call_id = str(call.get("id") or f"call_{self._call_ids}")
+        if isinstance(call.get("raw_arguments"), str):
+            return parse_arguments(call_id, call["name"], call["raw_arguments"])
+        return ToolCallRequest(call_id, call["name"], dict(call.get("arguments", {})))

@@ -1,0 +1,97 @@
+"""The bash tool. Where it runs (editor terminal or local process group) is the runner's job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from acpd.tools.capabilities import Cleanup, CommandRequest, CommandResult
+from acpd.tools.errors import ErrorCategory, ToolError, classify_exit
+from acpd.tools.spec import Effect, TerminalItem, TextItem, ToolContext, ToolOutput, ToolSpec
+
+MAX_TIMEOUT = 3600
+
+
+class BashParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    command: str = Field(min_length=1, description="The bash command to run")
+    timeout: int | None = Field(
+        None, ge=1, le=MAX_TIMEOUT, description="Seconds before the command is killed"
+    )
+
+
+async def bash(args: BashParams, ctx: ToolContext) -> ToolOutput:
+    async def on_terminal(terminal_id: str, release: Cleanup) -> None:
+        ctx.defer(release)
+        await ctx.publish([TerminalItem(terminal_id)])
+
+    async def on_output(text: str) -> None:
+        await ctx.publish([TextItem(text)])
+
+    request = CommandRequest(
+        command=args.command,
+        cwd=ctx.cwd,
+        timeout=float(args.timeout or ctx.shell_timeout),
+        output_byte_limit=ctx.output_byte_limit,
+    )
+    try:
+        result = await ctx.runner.run(request, on_terminal, on_output)
+    except OSError as exc:
+        raise ToolError(ErrorCategory.PERMANENT_FAILURE, f"cannot start bash: {exc}") from None
+    return shell_output(result, request.timeout)
+
+
+def shell_output(result: CommandResult, timeout: float) -> ToolOutput:
+    text = result.output
+    notes: list[str] = []
+    if result.truncated:
+        notes.append("[output truncated: only the last part is shown]")
+    if result.timed_out:
+        notes.append(f"[timed out after {timeout:g} s; the process tree was killed]")
+    if result.signal:
+        notes.append(f"[killed by signal {result.signal}]")
+    notes.append(f"[exit code: {result.exit_code if result.exit_code is not None else 'none'}]")
+    category = classify_exit(result.exit_code, result.stderr or result.output)
+    if result.timed_out:
+        category = ErrorCategory.TIMEOUT
+    if category is not None:
+        notes.append(f"[error category: {category.value}]")
+    body = text if text.endswith("\n") or not text else text + "\n"
+    envelope: dict[str, Any] = {
+        "stdout": result.output if not result.stderr else _without(result.output, result.stderr),
+        "stderr": result.stderr,
+        "exit_code": result.exit_code,
+        "truncated": result.truncated,
+    }
+    if result.timed_out:
+        envelope["timed_out"] = True
+    content = [TerminalItem(result.terminal_id)] if result.terminal_id else []
+    return ToolOutput(
+        text=body + "\n".join(notes),
+        raw=envelope,
+        content=content,
+        failed=result.exit_code != 0 or result.timed_out,
+    )
+
+
+def _without(output: str, stderr: str) -> str:
+    return output.replace(stderr, "", 1) if stderr in output else output
+
+
+SPECS = [
+    ToolSpec(
+        id="core__bash",
+        name="bash",
+        description=(
+            "Run a bash command in the workspace (the editor's terminal when it has one). "
+            "Output is capped; long-running commands are killed at the timeout."
+        ),
+        params=BashParams,
+        effect=Effect.EXTERNAL_SIDE_EFFECT,
+        kind="execute",
+        execute=bash,
+        title=lambda a: a.command if len(a.command) <= 200 else a.command[:197] + "...",
+    ),
+]

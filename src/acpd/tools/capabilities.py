@@ -1,0 +1,71 @@
+"""What a tool may ask of the world. The daemon injects an implementation of each.
+
+The editor-backed and the local implementations honour the same contract, so a tool cannot
+tell, and the policy cannot differ, between running in the editor and running locally.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class CommandRequest:
+    command: str
+    cwd: str
+    timeout: float
+    output_byte_limit: int
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class CommandResult:
+    output: str
+    """Combined stdout and stderr as the user would see them in a terminal."""
+    exit_code: int | None
+    signal: str | None = None
+    timed_out: bool = False
+    truncated: bool = False
+    stderr: str = ""
+    """Stderr alone where the runner can separate it (the local runner can, a terminal cannot)."""
+    terminal_id: str | None = None
+
+
+Cleanup = Callable[[], Awaitable[None]]
+
+OnTerminal = Callable[[str, Cleanup], Awaitable[None]]
+"""Called as soon as an editor terminal exists, with its id (to embed it in the card) and the
+function that releases it, which must run only after the call's final tool_call_update."""
+
+OnOutput = Callable[[str], Awaitable[None]]
+"""Called with the output so far while a local command runs."""
+
+
+class CommandRunner(Protocol):
+    async def run(
+        self, request: CommandRequest, on_terminal: OnTerminal, on_output: OnOutput
+    ) -> CommandResult:
+        """Run `request.command` with bash; cancellation kills the whole process tree.
+
+        Raises OSError when the command cannot be started at all.
+        """
+        ...
+
+
+class FileSystem(Protocol):
+    async def read_text(self, path: str, line: int | None = None, limit: int | None = None) -> str:
+        """Return the file's text from 1-based `line`, at most `limit` lines.
+
+        The editor's buffer is returned when the editor serves files, so unsaved edits count.
+
+        Raises FileNotFoundError, IsADirectoryError, PermissionError or UnicodeDecodeError.
+        """
+        ...
+
+    async def write_text(self, path: str, content: str) -> None: ...
+
+    async def list_dir(self, path: str) -> list[tuple[str, str]]:
+        """Return (name, "dir" | "file" | "symlink" | "other") pairs, classified by lstat."""
+        ...

@@ -1,0 +1,142 @@
+"""What a tool is: its id, its schema (derived from a pydantic model), its effect and kind."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from acpd.tools.capabilities import CommandRunner, FileSystem
+
+ToolKind = Literal[
+    "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
+]
+
+
+class Effect(Enum):
+    READ_ONLY = "read_only"
+    STATE_CHANGE = "state_change"
+    EXTERNAL_SIDE_EFFECT = "external_side_effect"
+
+
+# --- what the editor is shown about a call ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextItem:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class DiffItem:
+    path: str
+    old_text: str | None
+    new_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalItem:
+    terminal_id: str
+
+
+ContentItem = TextItem | DiffItem | TerminalItem
+CallStatus = Literal["pending", "in_progress", "completed", "failed"]
+
+
+@dataclass(slots=True)
+class ToolCallView:
+    """The editor's card for one call. Every publish sends it whole: content replaces."""
+
+    tool_call_id: str
+    title: str
+    kind: ToolKind
+    status: CallStatus = "pending"
+    content: list[ContentItem] = field(default_factory=list)
+    locations: list[str] = field(default_factory=list)
+    raw_input: Any = None
+    raw_output: Any = None
+
+
+# --- what a tool returns ------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ToolOutput:
+    text: str
+    """What the model reads."""
+    raw: Any = None
+    """Structured output for the editor's rawOutput (e.g. the shell envelope)."""
+    content: list[ContentItem] = field(default_factory=list)
+    """Extra content for the editor card besides the text (diffs, terminals)."""
+    failed: bool = False
+    """The tool ran but its outcome is a failure (non-zero exit): the card shows failed."""
+
+
+@dataclass(slots=True)
+class ToolContext:
+    tool_call_id: str
+    cwd: str
+    roots: tuple[str, ...]
+    fs: FileSystem
+    runner: CommandRunner
+    publish: Callable[[list[ContentItem]], Awaitable[None]]
+    """Replace the card's content while the call runs (terminal embedding, streaming)."""
+    defer: Callable[[Callable[[], Awaitable[None]]], None]
+    """Register cleanup that runs after the final tool_call_update, however the call ends."""
+    shell_timeout: float = 120.0
+    output_byte_limit: int = 1 << 20
+
+
+Executor = Callable[[Any, ToolContext], Awaitable[ToolOutput]]
+TitleFn = Callable[[Any], str]
+LocationsFn = Callable[[Any, str], list[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    id: str
+    """Namespaced and unique: core__read, mcp__<server>__<tool>, plugin__<name>."""
+    name: str
+    """The short name the model and the slash commands use."""
+    description: str
+    params: type[BaseModel]
+    effect: Effect
+    kind: ToolKind
+    execute: Executor
+    title: TitleFn
+    locations: LocationsFn = field(default=lambda _args, _cwd: [])
+
+    def input_schema(self) -> dict[str, Any]:
+        schema = self.params.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        return schema
+
+
+def kind_for(name: str) -> ToolKind:
+    """The seeds' mapping from tool name to ACP kind."""
+    return _KINDS.get(name, "other")
+
+
+_KINDS: dict[str, ToolKind] = {
+    "bash": "execute",
+    "shell": "execute",
+    "read": "read",
+    "list_directory": "read",
+    "write": "edit",
+    "edit": "edit",
+    "grep": "search",
+    "find": "search",
+    "find_path": "search",
+    "search": "search",
+    "fetch": "fetch",
+    "web_scrape": "fetch",
+    "delete_path": "delete",
+    "move_path": "move",
+    "update_plan": "think",
+}
