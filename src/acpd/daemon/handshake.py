@@ -1,0 +1,93 @@
+"""The `initialize` exchange as a pure function, and a way to answer it before the event loop.
+
+An editor always sends `initialize` first and waits for it. `answer_first_initialize()` reads
+that first line with a plain blocking read and answers it straight away, before anyio,
+asyncio, pydantic, the config or the store are imported; the daemon then starts its event loop
+with whatever bytes followed. Anything unexpected (a first message that is not a well-formed
+initialize, a line over the cap) is left untouched for the full dispatcher, which answers it
+exactly as it would have.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import acpd
+from acpd.protocol import jsonrpc
+from acpd.protocol.errors import RpcError, invalid_params
+from acpd.protocol.framing import encode
+
+PROTOCOL_VERSION = 1
+FIRST_LINE_CAP = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class ClientCaps:
+    read_text_file: bool = False
+    write_text_file: bool = False
+    terminal: bool = False
+
+
+def initialize_result(params: Any) -> tuple[dict[str, Any], ClientCaps]:
+    """Negotiate: the answer to send and what the client can do. Raises RpcError (-32602)."""
+    if not isinstance(params, dict):
+        raise invalid_params("initialize needs params with protocolVersion")
+    version = params.get("protocolVersion")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise invalid_params("protocolVersion must be a non-negative integer")
+    caps = params.get("clientCapabilities")
+    caps = caps if isinstance(caps, dict) else {}
+    fs = caps.get("fs") if isinstance(caps.get("fs"), dict) else {}
+    client = ClientCaps(
+        read_text_file=fs.get("readTextFile") is True,
+        write_text_file=fs.get("writeTextFile") is True,
+        terminal=caps.get("terminal") is True,
+    )
+    result = {
+        # We speak v1 only: echo it when asked for, else offer it (the client decides).
+        "protocolVersion": PROTOCOL_VERSION,
+        "agentCapabilities": {
+            "loadSession": True,
+            "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+            "mcpCapabilities": {"http": False, "sse": False},
+            "sessionCapabilities": {"list": {}, "delete": {}, "resume": {}, "close": {}},
+        },
+        "authMethods": [],
+        "agentInfo": {"name": "acpd", "title": "acpd", "version": acpd.__version__},
+    }
+    return result, client
+
+
+@dataclass(frozen=True, slots=True)
+class EarlyStart:
+    leftover: bytes
+    """Bytes read past the first line (or all of them, when it was not answered here)."""
+    client: ClientCaps | None
+    """Set when initialize was answered here."""
+    eof: bool = False
+
+
+def answer_first_initialize(read_fd: int, write_fd: int) -> EarlyStart:
+    buffer = b""
+    while b"\n" not in buffer:
+        chunk = os.read(read_fd, 1 << 16)
+        if not chunk:
+            return EarlyStart(buffer, None, eof=True)
+        buffer += chunk
+        if len(buffer) > FIRST_LINE_CAP:
+            return EarlyStart(buffer, None)
+    line, rest = buffer.split(b"\n", 1)
+    message = jsonrpc.parse_line(line)
+    if not isinstance(message, jsonrpc.Request) or message.method != "initialize":
+        return EarlyStart(buffer, None)
+    try:
+        result, client = initialize_result(message.params)
+    except RpcError:
+        return EarlyStart(buffer, None)
+    data = encode(jsonrpc.result(message.id, result))
+    view = memoryview(data)
+    while view:
+        view = view[os.write(write_fd, view) :]
+    return EarlyStart(rest, client)
