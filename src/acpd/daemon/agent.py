@@ -69,6 +69,8 @@ class AcpAgent:
         self.options = options
         self.client = ClientCaps()
         self.sessions: dict[str, Session] = {}
+        self.stopping = False
+        """Set at stdin EOF: from then on no answer from the editor can be read."""
         self._runtime: Runtime | None = None
         self._runtime_lock = anyio.Lock()
         self._methods: dict[str, Callable[[Any], Awaitable[Any]]] = {
@@ -105,6 +107,7 @@ class AcpAgent:
 
     async def shutdown(self) -> None:
         """Stdin closed: stop every turn (which kills children and releases terminals)."""
+        self.stopping = True
         for session in list(self.sessions.values()):
             session.close()
         for session in list(self.sessions.values()):
@@ -122,7 +125,8 @@ class AcpAgent:
             raise invalid_params("protocolVersion must be a non-negative integer")
         caps = params.get("clientCapabilities")
         caps = caps if isinstance(caps, dict) else {}
-        fs = caps.get("fs") if isinstance(caps.get("fs"), dict) else {}
+        fs_caps = caps.get("fs")
+        fs = fs_caps if isinstance(fs_caps, dict) else {}
         self.client = ClientCaps(
             read_text_file=fs.get("readTextFile") is True,
             write_text_file=fs.get("writeTextFile") is True,
@@ -176,7 +180,8 @@ class AcpAgent:
             agent.max_tool_iterations, agent.context_budget_tokens, agent.max_tokens,
             agent.system_prompt,
         )
-        return Runtime(config, store, ToolPipeline(core_registry()), limits)
+        registry = core_registry(config.tools.file.tools_config())
+        return Runtime(config, store, ToolPipeline(registry), limits)
 
     async def authenticate(self, params: Any) -> Any:
         raise invalid_params("acpd offers no authentication methods; none is needed")
@@ -275,7 +280,9 @@ class AcpAgent:
             raise SessionNotFound(session_id)
         return session
 
-    def _open(self, rt: Runtime, session_id: str, cwd: str, mode: str, model: str | None) -> Session:
+    def _open(
+        self, rt: Runtime, session_id: str, cwd: str, mode: str, model: str | None
+    ) -> Session:
         from acpd.daemon.session import Session
 
         session = Session(session_id, cwd, mode, model, self.conn, rt.store)
@@ -392,7 +399,7 @@ class AcpAgent:
         from acpd.tools.pipeline import CallEnv
 
         runner = (
-            EditorTerminalRunner(self.conn, session.id)
+            EditorTerminalRunner(self.conn, session.id, stopping=lambda: self.stopping)
             if self.client.terminal
             else LocalCommandRunner()
         )

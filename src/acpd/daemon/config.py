@@ -9,12 +9,15 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from acpd.daemon.errors import ConfigError
 from acpd.protocol.framing import DEFAULT_MAX_LINE_BYTES
+
+if TYPE_CHECKING:
+    from acpd.tools.fs import FileToolsConfig
 
 MAX_CONFIG_BYTES = 1 << 20
 
@@ -53,8 +56,35 @@ class ShellConfig(Section):
     output_byte_limit: int = Field(1 << 20, ge=1024, le=1 << 30)
 
 
+# Secrets a model has no business reading. A pattern without a slash matches at any depth;
+# override with `[tools.file] deny_read = [...]`.
+DEFAULT_DENY_READ = (".env", ".env.*", "*.pem", "*.key", "id_rsa", "id_ed25519", "id_ecdsa")
+
+
+class FileConfig(Section):
+    allowed_paths: list[str] = Field(default_factory=list)
+    """Roots the file tools may touch; empty means the session's working directory."""
+    deny_read: list[str] = Field(default_factory=lambda: list(DEFAULT_DENY_READ))
+    """Globs never read (matched on the real path; checked before allow_read)."""
+    allow_read: list[str] = Field(default_factory=list)
+    """When set, only files matching one of these globs may be read."""
+    resolver: Literal["auto", "openat2", "walk"] = "auto"
+
+    def tools_config(self) -> FileToolsConfig:
+        from acpd.tools.fs import FileToolsConfig
+
+        return FileToolsConfig(
+            allowed_paths=tuple(self.allowed_paths),
+            deny_read=tuple(self.deny_read),
+            allow_read=tuple(self.allow_read),
+            resolver=self.resolver,
+        )
+
+
+
 class ToolsConfig(Section):
     shell: ShellConfig = Field(default_factory=ShellConfig)
+    file: FileConfig = Field(default_factory=FileConfig)
 
 
 class ProtocolConfig(Section):

@@ -97,11 +97,14 @@ def _primary_field(spec: ToolSpec) -> str | None:
     return None
 
 
-def _builtin(name: str, session: Session, pipeline: ToolPipeline, env: CallEnv, model: str | None) -> str:
+def _builtin(
+    name: str, session: Session, pipeline: ToolPipeline, env: CallEnv, model: str | None
+) -> str:
     if name == "tools":
         catalog = {s.id for s in pipeline.registry.catalog(env.mode)}
         lines = [
-            f"- {s.name} ({s.id}, {s.effect.value})" + ("" if s.id in catalog else " — hidden in this mode")
+            f"- {s.name} ({s.id}, {s.effect.value})"
+            + ("" if s.id in catalog else " — hidden in this mode")
             for s in pipeline.registry
         ]
         return "Tools:\n" + "\n".join(lines)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -22,7 +23,7 @@ RELEASE_TIMEOUT = 2.0
 
 
 class EditorFileSystem:
-    """Reads and writes through the editor where it said it can; lists directories locally."""
+    """Reads and writes through the editor where it said it can, locally otherwise."""
 
     def __init__(
         self, conn: Connection, session_id: str, *, can_read: bool, can_write: bool
@@ -54,8 +55,13 @@ class EditorFileSystem:
         params = {"sessionId": self._session_id, "path": path, "content": content}
         await self._call("fs/write_text_file", params, path)
 
-    async def list_dir(self, path: str) -> list[tuple[str, str]]:
-        return await self._local.list_dir(path)
+    @property
+    def serves_reads(self) -> bool:
+        return self._can_read
+
+    @property
+    def serves_writes(self) -> bool:
+        return self._can_write
 
     async def _call(self, method: str, params: dict[str, Any], path: str) -> Any:
         try:
@@ -70,9 +76,12 @@ class EditorFileSystem:
 class EditorTerminalRunner:
     """Runs `bash -c COMMAND` in an editor terminal that the tool call embeds."""
 
-    def __init__(self, conn: Connection, session_id: str) -> None:
+    def __init__(
+        self, conn: Connection, session_id: str, *, stopping: Callable[[], bool] = lambda: False
+    ) -> None:
         self._conn = conn
         self._session_id = session_id
+        self._stopping = stopping
 
     async def run(
         self, request: CommandRequest, on_terminal: OnTerminal, on_output: OnOutput
@@ -132,10 +141,15 @@ class EditorTerminalRunner:
         return {"sessionId": self._session_id, "terminalId": terminal_id}
 
     async def _request(
-        self, method: str, params: dict[str, Any], timeout: float = TERMINAL_TIMEOUT
+        self, method: str, params: dict[str, Any], within: float = TERMINAL_TIMEOUT
     ) -> Any:
+        if self._stopping():
+            # After stdin EOF no answer can be read: still send the request (an editor that
+            # reads on kills and releases the terminal), but do not wait for the answer, or
+            # the daemon would outlive its editor by every timeout in the cleanup path.
+            within = 0
         try:
-            return await self._conn.request(method, params, timeout=timeout)
+            return await self._conn.request(method, params, timeout=within)
         except PeerError as exc:
             raise OSError(str(exc)) from None
 

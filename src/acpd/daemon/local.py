@@ -9,7 +9,6 @@ import contextlib
 import os
 import re
 import signal
-import stat
 import subprocess
 from collections.abc import Awaitable, Callable
 
@@ -39,14 +38,17 @@ def child_env(extra: dict[str, str]) -> dict[str, str]:
 
 
 class LocalFileSystem:
+    """Plain local files. The file tools vet every path with their sandbox before use."""
+
+    serves_reads = False
+    serves_writes = False
+
     async def read_text(self, path: str, line: int | None = None, limit: int | None = None) -> str:
         return await anyio.to_thread.run_sync(_read_lines, path, line, limit)
 
     async def write_text(self, path: str, content: str) -> None:
         await anyio.to_thread.run_sync(_write_atomic, path, content)
 
-    async def list_dir(self, path: str) -> list[tuple[str, str]]:
-        return await anyio.to_thread.run_sync(_list_dir, path)
 
 
 def _read_lines(path: str, line: int | None, limit: int | None) -> str:
@@ -74,33 +76,24 @@ def _write_atomic(path: str, content: str) -> None:
     os.replace(temp, path)
 
 
-def _list_dir(path: str) -> list[tuple[str, str]]:
-    entries: list[tuple[str, str]] = []
-    with os.scandir(path) as it:
-        for entry in it:
-            mode = entry.stat(follow_symlinks=False).st_mode
-            kind = (
-                "symlink" if stat.S_ISLNK(mode)
-                else "dir" if stat.S_ISDIR(mode)
-                else "file" if stat.S_ISREG(mode)
-                else "other"
-            )
-            entries.append((entry.name, kind))
-    return sorted(entries, key=lambda e: (e[1] != "dir", e[0]))
-
 
 class TailBuffer:
-    """Keeps the last `limit` bytes, like an editor terminal's outputByteLimit."""
+    """Keeps the last `limit` bytes (None: all), like an editor terminal's outputByteLimit."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int | None) -> None:
         self.limit = limit
         self.data = bytearray()
         self.truncated = False
 
     def add(self, chunk: bytes) -> None:
         self.data += chunk
-        if len(self.data) > self.limit:
-            del self.data[: len(self.data) - self.limit]
+        if self.limit is not None and len(self.data) > self.limit:
+            # Cut from the front at a character boundary: skip UTF-8 continuation bytes, so
+            # the kept text does not start with a replacement character.
+            cut = len(self.data) - self.limit
+            while cut < len(self.data) and self.data[cut] & 0xC0 == 0x80:
+                cut += 1
+            del self.data[:cut]
             self.truncated = True
 
     def text(self) -> str:
@@ -193,7 +186,8 @@ async def kill_group(process: anyio.abc.Process) -> None:
         return
     _signal_group(pgid, signal.SIGTERM)
     with anyio.move_on_after(KILL_GRACE):
-        while _group_alive(pgid):
+        # Polling: nothing signals when the last member of a process group is gone.
+        while _group_alive(pgid):  # noqa: ASYNC110
             await anyio.sleep(0.05)
     _signal_group(pgid, signal.SIGKILL)
     if process.returncode is None:

@@ -22,7 +22,9 @@ log = logging.getLogger("acpd.prompt")
 TITLE_CHARS = 80
 
 
-async def run_prompt(session: Session, blocks: list[dict[str, Any]], rt: Runtime, env: CallEnv) -> str:
+async def run_prompt(
+    session: Session, blocks: list[dict[str, Any]], rt: Runtime, env: CallEnv
+) -> str:
     """Run one prompt and return its ACP stop reason; "cancelled" after `session/cancel`."""
     try:
         session.begin_turn()

@@ -93,6 +93,11 @@ class Session:
             return "reject_once"
         outcome = answer.get("outcome") if isinstance(answer, dict) else None
         if not isinstance(outcome, dict) or outcome.get("outcome") != "selected":
+            # ACP: "cancelled" is the answer for a cancelled turn. An editor may also send it
+            # on its own (the user dismissed the dialog): stop the turn as session/cancel
+            # would, so the prompt answers `cancelled` either way.
+            if self.turn_scope is not None and not self.cancelling:
+                self.cancel()
             return "cancelled"
         return _ANSWERS.get(str(outcome.get("optionId")), "reject_once")
 

@@ -8,6 +8,7 @@ that was released long ago).
 from __future__ import annotations
 
 import base64
+import builtins
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -122,7 +123,8 @@ class SessionStore:
         self, cwd: str | None, cursor: str | None
     ) -> tuple[list[SessionRow], str | None]:
         """One page, newest first; raises BadCursor for a cursor this store did not issue."""
-        where, args = ["1 = 1"], []
+        where: list[str] = ["1 = 1"]
+        args: list[Any] = []
         if cwd is not None:
             where.append("cwd = ?")
             args.append(cwd)
@@ -159,7 +161,8 @@ class SessionStore:
         self._seq[key] += 1
         return self._seq[key]
 
-    def _load(self, table: str, session_id: str) -> list[dict[str, Any]]:
+    # `builtins.list`: inside this class, `list` names the method above.
+    def _load(self, table: str, session_id: str) -> builtins.list[dict[str, Any]]:
         rows = self._db.execute(
             f"SELECT payload FROM {table} WHERE session_id = ? ORDER BY seq", (session_id,)
         ).fetchall()

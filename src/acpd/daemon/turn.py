@@ -34,7 +34,9 @@ log = logging.getLogger("acpd.turn")
 DOOM_LOOP_REPEATS = 3
 CONTEXT_STOP_RATIO = 0.8
 CHARS_PER_TOKEN = 4
-CANCELLED = "[tool_error]\ncategory: Cancelled\nmessage: the user cancelled the turn\nretryable: false"
+CANCELLED = (
+    "[tool_error]\ncategory: Cancelled\nmessage: the user cancelled the turn\nretryable: false"
+)
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are acpd, a coding agent working inside the user's editor. The workspace is {cwd}. "
@@ -67,7 +69,8 @@ async def run_turn(
 ) -> str:
     """Run one prompt to its end; returns the ACP stop reason."""
     budget = limits.context_budget_tokens or provider.context_window
-    system = (limits.system_prompt or DEFAULT_SYSTEM_PROMPT).format(cwd=session.cwd)
+    # replace, not format: a user's prompt may hold braces of its own (JSON, code).
+    system = (limits.system_prompt or DEFAULT_SYSTEM_PROMPT).replace("{cwd}", session.cwd)
     recent: list[str] = []
     rounds = 0
     while True:

@@ -36,7 +36,9 @@ def _content(item: ContentItem) -> acp.ToolCallContent:
     if isinstance(item, TextItem):
         return acp.text_content(item.text)
     if isinstance(item, DiffItem):
-        return acp.DiffToolCallContent(path=item.path, old_text=item.old_text, new_text=item.new_text)
+        return acp.DiffToolCallContent(
+            path=item.path, old_text=item.old_text, new_text=item.new_text
+        )
     assert isinstance(item, TerminalItem)
     return acp.TerminalToolCallContent(terminal_id=item.terminal_id)
 
@@ -63,7 +65,10 @@ def current_mode(mode_id: str) -> dict[str, Any]:
 
 
 def config_options(options: list[acp.SessionConfigOption]) -> dict[str, Any]:
-    return {"sessionUpdate": "config_option_update", "configOptions": [o.to_wire() for o in options]}
+    return {
+        "sessionUpdate": "config_option_update",
+        "configOptions": [o.to_wire() for o in options],
+    }
 
 
 def usage(used: int, size: int) -> dict[str, Any]:

@@ -55,6 +55,16 @@ class CommandRunner(Protocol):
 
 
 class FileSystem(Protocol):
+    @property
+    def serves_reads(self) -> bool:
+        """True when reads go to the editor (its buffers, unsaved edits included)."""
+        ...
+
+    @property
+    def serves_writes(self) -> bool:
+        """True when writes go to the editor."""
+        ...
+
     async def read_text(self, path: str, line: int | None = None, limit: int | None = None) -> str:
         """Return the file's text from 1-based `line`, at most `limit` lines.
 
@@ -66,6 +76,3 @@ class FileSystem(Protocol):
 
     async def write_text(self, path: str, content: str) -> None: ...
 
-    async def list_dir(self, path: str) -> list[tuple[str, str]]:
-        """Return (name, "dir" | "file" | "symlink" | "other") pairs, classified by lstat."""
-        ...

@@ -16,7 +16,9 @@ from acpd.tools.spec import Effect, ToolSpec
 Verdict = Literal["allow", "ask", "deny"]
 MODES = ("read-only", "ask", "auto")
 DEFAULT_MODE = "ask"
-PermissionAnswer = Literal["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"]
+PermissionAnswer = Literal[
+    "allow_once", "allow_always", "reject_once", "reject_always", "cancelled"
+]
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio
+import anyio.lowlevel
 
 from acpd.tools.capabilities import Cleanup, CommandRunner, FileSystem
 from acpd.tools.errors import ErrorCategory, ToolError
@@ -28,7 +29,6 @@ from acpd.tools.spec import (
     TextItem,
     ToolCallView,
     ToolContext,
-    ToolOutput,
     ToolSpec,
 )
 
@@ -44,7 +44,7 @@ class CallObserver(Protocol):
         ...
 
     async def ask(self, view: ToolCallView) -> PermissionAnswer:
-        """Ask the user; a cancelled or failed wait answers "cancelled"."""
+        """Ask the user. A "cancelled" answer also cancels the caller's turn, if it has one."""
         ...
 
 
@@ -116,10 +116,24 @@ class ToolPipeline:
         key = approval_key(spec, args)
         decision = decide(spec, env.mode, env.remembered, key)
         if decision.verdict == "ask":
-            answer = await env.observer.ask(view)
+            try:
+                answer = await env.observer.ask(view)
+            except anyio.get_cancelled_exc_class():
+                # The turn was cancelled while the user decided: close the card, or the
+                # editor keeps showing a pending call for ever.
+                with anyio.CancelScope(shield=True):
+                    await _close(view, env, "failed", "Cancelled before it ran.")
+                raise
             if answer == "cancelled":
-                await _close(view, env, "failed", "Cancelled before it ran.")
-                raise anyio.get_cancelled_exc_class()()
+                with anyio.CancelScope(shield=True):
+                    await _close(view, env, "failed", "Cancelled before it ran.")
+                # The observer has cancelled the turn, and this checkpoint delivers it. A
+                # bare CancelledError raised outside a cancelled scope would instead end the
+                # caller's task group (the whole daemon); a caller with no turn to cancel
+                # gets a Cancelled result.
+                await anyio.lowlevel.checkpoint()
+                err = ToolError(ErrorCategory.CANCELLED, "the permission request was cancelled")
+                return _failed(call_id, spec.name, err, started)
             if answer.endswith("_always"):
                 env.remembered[key] = answer == "allow_always"
             if answer.startswith("reject"):
@@ -170,14 +184,14 @@ class ToolPipeline:
                 await _close(view, env, "failed", "Cancelled.", view.content)
             raise
         except TimeoutError:
-            err = ToolError(ErrorCategory.TIMEOUT, f"{spec.name} did not finish in time")
-            await _close(view, env, "failed", err.message)
-            return _failed(view.tool_call_id, spec.name, err, started)
+            late = ToolError(ErrorCategory.TIMEOUT, f"{spec.name} did not finish in time")
+            await _close(view, env, "failed", late.message)
+            return _failed(view.tool_call_id, spec.name, late, started)
         except Exception as exc:  # a tool bug must not end the turn, let alone the daemon
             log.exception("tool %s failed", spec.id)
-            err = ToolError(ErrorCategory.PERMANENT_FAILURE, f"{type(exc).__name__}: {exc}"[:500])
-            await _close(view, env, "failed", err.message)
-            return _failed(view.tool_call_id, spec.name, err, started)
+            bug = ToolError(ErrorCategory.PERMANENT_FAILURE, f"{type(exc).__name__}: {exc}"[:500])
+            await _close(view, env, "failed", bug.message)
+            return _failed(view.tool_call_id, spec.name, bug, started)
         view.raw_output = output.raw
         status: CallStatus = "failed" if output.failed else "completed"
         await _close(view, env, status, output.text, output.content)

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from acpd.tools.registry import ToolRegistry
 
+if TYPE_CHECKING:
+    from acpd.tools.fs import FileToolsConfig
 
-def core_registry() -> ToolRegistry:
-    from acpd.tools.builtin import files, plan, shell
 
-    return ToolRegistry([*files.SPECS, *shell.SPECS, *plan.SPECS])
+def core_registry(files: FileToolsConfig | None = None) -> ToolRegistry:
+    """The file tools (bound to `files`, or the defaults), bash and update_plan."""
+    from acpd.tools.builtin import plan, shell
+    from acpd.tools.fs import FileToolsConfig, make_fs_specs
+
+    return ToolRegistry([*make_fs_specs(files or FileToolsConfig()), *shell.SPECS, *plan.SPECS])

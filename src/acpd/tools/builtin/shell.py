@@ -8,7 +8,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from acpd.tools.capabilities import Cleanup, CommandRequest, CommandResult
 from acpd.tools.errors import ErrorCategory, ToolError, classify_exit
-from acpd.tools.spec import Effect, TerminalItem, TextItem, ToolContext, ToolOutput, ToolSpec
+from acpd.tools.spec import (
+    ContentItem,
+    Effect,
+    TerminalItem,
+    TextItem,
+    ToolContext,
+    ToolOutput,
+    ToolSpec,
+)
 
 MAX_TIMEOUT = 3600
 
@@ -67,7 +75,7 @@ def shell_output(result: CommandResult, timeout: float) -> ToolOutput:
     }
     if result.timed_out:
         envelope["timed_out"] = True
-    content = [TerminalItem(result.terminal_id)] if result.terminal_id else []
+    content: list[ContentItem] = [TerminalItem(result.terminal_id)] if result.terminal_id else []
     return ToolOutput(
         text=body + "\n".join(notes),
         raw=envelope,

@@ -1,0 +1,279 @@
+"""Validate every message acpd wrote against the ACP v1 JSON schema of the TypeScript SDK.
+
+Per method, not just the envelope: a response is checked against `$defs/<X>Response` for the
+method of the client request it answers, an agent-to-client request's params against
+`$defs/<X>Request`, `session/update` params against `SessionNotification` *and* the update
+against the `SessionUpdate` branch for its `sessionUpdate` kind, an error against `Error`.
+The method-to-definition map is read from the schema's own `x-method`/`x-side` annotations.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator, FormatChecker  # type: ignore[import-untyped]
+from jsonschema.exceptions import ValidationError, best_match  # type: ignore[import-untyped]
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+REPO = Path(__file__).resolve().parents[2]
+TS_DIR = REPO / "tests" / "e2e" / "ts"
+SCHEMA_PATH = TS_DIR / "node_modules/@agentclientprotocol/sdk/schema/v1/schema.json"
+SCHEMA_URI = "urn:acp:schema:v1"
+
+_INT_RANGES = {
+    "uint8": (0, 2**8 - 1),
+    "uint16": (0, 2**16 - 1),
+    "uint32": (0, 2**32 - 1),
+    "uint64": (0, 2**64 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+}
+
+
+def _format_checker() -> FormatChecker:
+    checker = FormatChecker()
+    for name, (low, high) in _INT_RANGES.items():
+
+        def check(value: object, low: int = low, high: int = high) -> bool:
+            if not isinstance(value, int) or isinstance(value, bool):
+                return True  # "type" judges the type; a format only constrains integers
+            return low <= value <= high
+
+        checker.checks(name)(check)
+    return checker
+
+
+@dataclass(frozen=True)
+class Schema:
+    document: dict[str, Any]
+    registry: Registry[Any]
+    agent_results: dict[str, str]
+    """client-to-agent method -> `$defs` name of its response (InitializeResponse, ...)."""
+    client_requests: dict[str, str]
+    """agent-to-client method -> `$defs` name of its params (ReadTextFileRequest, ...)."""
+    notifications: dict[str, str]
+    """agent-to-client notification -> `$defs` name of its params."""
+    update_branches: dict[str, dict[str, Any]]
+    """`sessionUpdate` kind -> its branch of `$defs/SessionUpdate`."""
+
+    def validator(self, ref: str) -> Draft202012Validator:
+        return _validator(self, ref)
+
+
+@cache
+def load_schema(path: Path = SCHEMA_PATH) -> Schema:
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} is missing: run `npm ci` in {TS_DIR} (scripts/test does it)"
+        )
+    document = json.loads(path.read_text())
+    resource = Resource.from_contents(
+        {**document, "$id": SCHEMA_URI}, default_specification=DRAFT202012
+    )
+    registry: Registry[Any] = Registry().with_resource(SCHEMA_URI, resource)
+    defs: dict[str, Any] = document["$defs"]
+    agent_results: dict[str, str] = {}
+    client_requests: dict[str, str] = {}
+    notifications: dict[str, str] = {}
+    for name, definition in defs.items():
+        method, side = definition.get("x-method"), definition.get("x-side")
+        if method is None:
+            continue
+        if side == "agent" and name.endswith("Response"):
+            agent_results[method] = name
+        elif side == "client" and name.endswith("Request"):
+            client_requests[method] = name
+        elif name.endswith("Notification") and side in ("client", "protocol"):
+            notifications[method] = name
+    branches = {
+        branch["properties"]["sessionUpdate"]["const"]: branch
+        for branch in defs["SessionUpdate"]["oneOf"]
+    }
+    return Schema(document, registry, agent_results, client_requests, notifications, branches)
+
+
+_VALIDATORS: dict[tuple[int, str], Draft202012Validator] = {}
+
+
+def _validator(schema: Schema, ref: str) -> Draft202012Validator:
+    key = (id(schema), ref)
+    if key not in _VALIDATORS:
+        _VALIDATORS[key] = Draft202012Validator(
+            {"$ref": f"{SCHEMA_URI}{ref}"}, registry=schema.registry,
+            format_checker=_format_checker(),
+        )
+    return _VALIDATORS[key]
+
+
+# --- the wire log ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WireLine:
+    number: int
+    direction: str
+    """"A" for acpd, "C" for the client; "A!"/"C!" for a line cut off without a newline."""
+    raw: bytes
+    message: Any = None
+
+
+def read_log(path: Path) -> list[WireLine]:
+    lines: list[WireLine] = []
+    for number, entry in enumerate(path.read_bytes().split(b"\n"), 1):
+        if not entry:
+            continue
+        tag, _, raw = entry.partition(b" ")
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            message = None
+        lines.append(WireLine(number, tag.decode(), raw, message))
+    return lines
+
+
+def agent_messages(lines: Iterable[WireLine]) -> Iterator[dict[str, Any]]:
+    for line in lines:
+        if line.direction == "A" and isinstance(line.message, dict):
+            yield line.message
+
+
+@dataclass
+class Report:
+    checked: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    def count(self, kind: str) -> None:
+        self.by_kind[kind] = self.by_kind.get(kind, 0) + 1
+
+
+def validate_log(path: Path, schema: Schema | None = None) -> Report:
+    """Check every line acpd wrote; the report lists each problem with its line and path."""
+    schema = schema or load_schema()
+    report = Report()
+    client_requests: dict[Any, str] = {}
+    for line in read_log(path):
+        where = f"{path.name}:{line.number}"
+        if line.direction.endswith("!"):
+            if line.direction == "A!":
+                report.problems.append(f"{where}: a line without a newline: {line.raw[:200]!r}")
+            continue
+        message = line.message
+        if line.direction == "C":
+            if isinstance(message, dict) and "method" in message and "id" in message:
+                client_requests[_id_key(message["id"])] = str(message["method"])
+            continue
+        report.checked += 1
+        if not isinstance(message, dict):
+            report.problems.append(f"{where}: not a JSON object: {line.raw[:200]!r}")
+            continue
+        for problem in check_agent_message(schema, message, client_requests, report):
+            report.problems.append(f"{where}: {problem}")
+    return report
+
+
+def _id_key(value: Any) -> tuple[str, Any]:
+    # 1 and "1" are different ids; True is not an id at all.
+    return (type(value).__name__, value)
+
+
+def check_agent_message(
+    schema: Schema, message: dict[str, Any], client_requests: dict[Any, str], report: Report
+) -> list[str]:
+    """Problems with one message acpd sent; empty when it is valid."""
+    problems: list[str] = []
+    if message.get("jsonrpc") != "2.0":
+        problems.append(f"jsonrpc must be '2.0', got {message.get('jsonrpc')!r}")
+    problems += _against(schema, "envelope", "", message)
+    method = message.get("method")
+    if isinstance(method, str):
+        params = message.get("params")
+        if "id" in message:
+            report.count(f"request {method}")
+            problems += _against(schema, "id", "/$defs/RequestId", message["id"])
+            name = schema.client_requests.get(method)
+            if name is None:
+                if not method.startswith("_"):
+                    problems.append(f"request {method}: not an agent-to-client method of ACP v1")
+            else:
+                problems += _against(schema, f"request {method} params", f"/$defs/{name}", params)
+        elif method == "session/update":
+            problems += _check_update(schema, params, report)
+        else:
+            report.count(f"notification {method}")
+            name = schema.notifications.get(method)
+            if name is None:
+                if not method.startswith("_"):
+                    problems.append(f"notification {method}: not an agent-to-client notification")
+            else:
+                what = f"notification {method} params"
+                problems += _against(schema, what, f"/$defs/{name}", params)
+        return problems
+    if "id" not in message:
+        return [*problems, "a message with neither method nor id"]
+    asked = client_requests.pop(_id_key(message["id"]), None)
+    label = asked or "an unknown request"
+    if "error" in message:
+        report.count(f"error {label}")
+        if "result" in message:
+            problems.append(f"response to {label} has both result and error")
+        problems += _against(schema, f"error response to {label}", "/$defs/Error", message["error"])
+        return problems
+    if "result" not in message:
+        return [*problems, f"response to {label} has neither result nor error"]
+    if asked is None:
+        return [*problems, f"result for id {message['id']!r}, which the client never sent"]
+    report.count(f"result {asked}")
+    name = schema.agent_results.get(asked)
+    if name is None:
+        return problems  # an extension method: no schema to hold it to
+    problems += _against(schema, f"result of {asked}", f"/$defs/{name}", message["result"])
+    return problems
+
+
+def _check_update(schema: Schema, params: Any, report: Report) -> list[str]:
+    problems = _against(schema, "session/update params", "/$defs/SessionNotification", params)
+    update = params.get("update") if isinstance(params, dict) else None
+    kind = update.get("sessionUpdate") if isinstance(update, dict) else None
+    report.count(f"update {kind}")
+    if not isinstance(kind, str) or kind not in schema.update_branches:
+        return [*problems, f"session/update: unknown sessionUpdate kind {kind!r}"]
+    index = list(schema.update_branches).index(kind)
+    problems += _against(
+        schema, f"session/update {kind}", f"/$defs/SessionUpdate/oneOf/{index}", update
+    )
+    return problems
+
+
+def _against(schema: Schema, what: str, ref: str, instance: Any) -> list[str]:
+    error = best_match(schema.validator(f"#{ref}" if ref else "").iter_errors(instance))
+    if error is None:
+        return []
+    return [_describe(what, ref or "(the whole schema: the JSON-RPC envelope)", error)]
+
+
+def _describe(what: str, ref: str, error: ValidationError) -> str:
+    schema_path = "/".join(str(p) for p in error.absolute_schema_path)
+    return (
+        f"{what} does not match {ref} at {error.json_path}: {error.message[:300]} "
+        f"(schema path: {ref}/{schema_path})"
+    )
+
+
+def assert_valid_log(path: Path) -> Report:
+    """Raise AssertionError naming every message that breaks the schema."""
+    report = validate_log(path)
+    assert report.checked > 0, f"{path} holds no message from acpd"
+    if report.problems:
+        shown = "\n  ".join(report.problems[:40])
+        more = f"\n  ... and {len(report.problems) - 40} more" if len(report.problems) > 40 else ""
+        raise AssertionError(
+            f"{len(report.problems)} message(s) from acpd break the ACP v1 schema:\n  {shown}{more}"
+        )
+    return report
