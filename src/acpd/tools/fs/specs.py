@@ -1,0 +1,87 @@
+"""The file tools as ToolSpecs (ids `core__<name>`), bound to one FileToolsConfig."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from acpd.tools.fs import mutating, reading, searching, writing
+from acpd.tools.fs.config import FileToolsConfig
+from acpd.tools.fs.params import (
+    EditParams,
+    FindPathParams,
+    GrepParams,
+    ListDirectoryParams,
+    PathParams,
+    ReadParams,
+    SourceDestinationParams,
+    WriteParams,
+)
+from acpd.tools.spec import Effect, Executor, ToolContext, ToolOutput, ToolSpec, kind_for
+
+P = TypeVar("P", bound=BaseModel)
+Impl = Callable[[P, ToolContext, FileToolsConfig], Awaitable[ToolOutput]]
+
+
+def _bind(impl: Impl[P], cfg: FileToolsConfig) -> Executor:
+    async def execute(args: Any, ctx: ToolContext) -> ToolOutput:
+        return await impl(args, ctx, cfg)
+
+    execute.__name__ = getattr(impl, "__name__", "execute")
+    return execute
+
+
+def _at(*fields: str) -> Callable[[Any, str], list[str]]:
+    def locations(args: Any, cwd: str) -> list[str]:
+        return [os.path.normpath(os.path.join(cwd, getattr(args, f))) for f in fields]
+
+    return locations
+
+
+def make_fs_specs(cfg: FileToolsConfig | None = None) -> list[ToolSpec]:
+    """The ten file tools; pass a config for allowed_paths, deny_read/allow_read and limits."""
+    cfg = cfg or FileToolsConfig()
+    ro, rw = Effect.READ_ONLY, Effect.STATE_CHANGE
+
+    def spec(
+        name: str, description: str, params: type[BaseModel], effect: Effect, impl: Impl[Any],
+        title: Callable[[Any], str], *fields: str,
+    ) -> ToolSpec:
+        return ToolSpec(
+            id=f"core__{name}", name=name, description=description, params=params,
+            effect=effect, kind=kind_for(name), execute=_bind(impl, cfg), title=title,
+            locations=_at(*fields),
+        )
+
+    return [
+        spec("read", "Read a text file. Use offset and limit (lines) for large files.",
+             ReadParams, ro, reading.read, lambda a: f"Read {a.path}", "path"),
+        spec("list_directory", "List a directory; entries are marked [dir], [file] or "
+             "[symlink].", ListDirectoryParams, ro, reading.list_directory,
+             lambda a: f"List {a.path}", "path"),
+        spec("find_path", "Find paths under a directory matching a glob pattern.",
+             FindPathParams, ro, searching.find_path,
+             lambda a: f"Find {a.pattern} in {a.path}", "path"),
+        spec("grep", "Search file contents with a regular expression; skips binary and "
+             ".gitignored files.", GrepParams, ro, searching.grep,
+             lambda a: f"Grep {a.pattern!r} in {a.path}", "path"),
+        spec("write", "Create or overwrite a file with the given content.",
+             WriteParams, rw, writing.write, lambda a: f"Write {a.path}", "path"),
+        spec("edit", "Replace one exact, unique occurrence of old_string with new_string.",
+             EditParams, rw, writing.edit, lambda a: f"Edit {a.path}", "path"),
+        spec("create_directory", "Create a directory, including missing parents.",
+             PathParams, rw, mutating.create_directory,
+             lambda a: f"Create directory {a.path}", "path"),
+        spec("delete_path", "Delete a file or a directory (recursively); symlinks are removed, "
+             "not followed.", PathParams, rw, mutating.delete_path,
+             lambda a: f"Delete {a.path}", "path"),
+        spec("move_path", "Move or rename a file or directory; the destination must not exist.",
+             SourceDestinationParams, rw, mutating.move_path,
+             lambda a: f"Move {a.source} to {a.destination}", "source", "destination"),
+        spec("copy_path", "Copy a file or directory; symlinks are copied as symlinks.",
+             SourceDestinationParams, rw, mutating.copy_path,
+             lambda a: f"Copy {a.source} to {a.destination}", "source", "destination"),
+    ]
