@@ -1,0 +1,205 @@
+"""The filter set: rules compiled once, applied to one tool output at a time.
+
+sanitize -> the first enabled rule matching the command's last segment (its stages in order,
+worst confidence kept) -> security lines the filter removed re-appended -> secrets redacted
+(filtered text and raw text) with a warning line -> stats line when lines were removed.
+A FilterSet is immutable; reloading builds a new one (`build_filter_set`) that the caller
+publishes by one reference assignment.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from acpd.tools.filters.config import (
+    Parsed,
+    Rule,
+    builtin_text,
+    merge,
+    parse_rules,
+    read_filters_file,
+)
+from acpd.tools.filters.matching import last_segment
+from acpd.tools.filters.metrics import FilterMetrics
+from acpd.tools.filters.preserve import find_preserved
+from acpd.tools.filters.sanitize import sanitize_output
+from acpd.tools.filters.strategies import Budget, FilterTimeoutError
+from acpd.tools.filters.types import FilterConfidence, FilterResult, worst
+from acpd.tools.secrets import SecretFinding, SecretScanner, custom_patterns, warning_line
+
+log = logging.getLogger("acpd.tools.filters")
+
+BASE_BUDGET_S = 1.0
+BUDGET_BYTES_PER_S = 2_000_000
+"""A rule may take 1 s plus 1 s per 2 MB of output (25x below the measured common-rule rate)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FilterSettings:
+    """`[tools.filters]` and `[tools.filters.security]` from the daemon config."""
+
+    enabled: bool = True
+    filters_path: str | None = None
+    disabled: frozenset[str] = frozenset()
+    security_enabled: bool = True
+    extra_patterns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FilterSet:
+    rules: tuple[Rule, ...]
+    scanner: SecretScanner | None
+    enabled: bool = True
+    warnings: tuple[str, ...] = ()
+    """Problems met while loading (skipped rules, oversize file): show them to the user."""
+    metrics: FilterMetrics = field(default_factory=FilterMetrics)
+
+    def match(self, command: str) -> Rule | None:
+        if not self.enabled:
+            return None
+        segment = last_segment(command)
+        for rule in self.rules:
+            if rule.enabled and rule.matcher.matches(segment):
+                return rule
+        return None
+
+    def apply(
+        self, command: str, output: str, exit_code: int | None = None, *, tool: str = "shell"
+    ) -> FilterResult:
+        """Filter one output. Never raises for any output or command."""
+        lines_in = _count_lines(output)
+        clean = sanitize_output(output)
+        lines = clean.splitlines()
+        rule = self.match(command)
+        confidence = FilterConfidence.FULL
+        notes: list[str] = []
+        if rule is not None and self.metrics.is_tripped(rule.name):
+            rule = None
+        if rule is not None:
+            lines, confidence, note = self._run(rule, lines, len(clean))
+            notes.extend(note)
+        preserved: list[str] = []
+        if rule is not None and len(lines) < lines_in:
+            # Error lines of a failing command are re-appended only when the filter was not
+            # sure of itself; a parser that understood the output (Full) already kept them.
+            failed = exit_code not in (None, 0) and confidence is not FilterConfidence.FULL
+            preserved = find_preserved(clean, set(lines), failed=failed)
+            if preserved:
+                lines = [*lines, "[lines kept by the security pass]", *preserved]
+        if rule is not None:
+            self.metrics.record(rule.name, lines_in, len(lines), confidence)
+        text = "\n".join(lines)
+        raw_redacted: str | None = None
+        findings: list[SecretFinding] = []
+        if self.scanner is not None:
+            redacted_raw, findings = self.scanner.scan(output)
+            if findings:
+                raw_redacted = redacted_raw
+                text, _ = self.scanner.scan(text)
+        lines_out = _count_lines(text)
+        warnings = [*notes]
+        warning = warning_line(findings)
+        if warning:
+            warnings.append(warning)
+        if warnings:
+            text = f"{text}\n" + "\n".join(warnings) if text else "\n".join(warnings)
+        stats = None
+        if rule is not None and lines_out < lines_in:
+            pct = 100.0 * (lines_in - lines_out) / lines_in
+            stats = f"[{tool}] {lines_in} lines -> {lines_out} lines, {pct:.1f}% filtered"
+        return FilterResult(
+            text=text,
+            confidence=confidence,
+            rule_name=rule.name if rule is not None else None,
+            lines_in=lines_in,
+            lines_out=lines_out,
+            stats_line=stats,
+            warnings=tuple(warnings),
+            secret_kinds=tuple(f.kind for f in findings),
+            raw_redacted=raw_redacted,
+            preserved=tuple(preserved),
+        )
+
+    def _run(
+        self, rule: Rule, lines: list[str], size: int
+    ) -> tuple[list[str], FilterConfidence, list[str]]:
+        budget = Budget(BASE_BUDGET_S + size / BUDGET_BYTES_PER_S)
+        confidence = FilterConfidence.FULL
+        current = lines
+        try:
+            for stage in rule.stages:
+                result = stage.apply(current, budget)
+                current, confidence = result.lines, worst(confidence, result.confidence)
+        except FilterTimeoutError:
+            self.metrics.record_timeout(rule.name)
+            log.warning("filter rule %r ran out of time and is now skipped", rule.name)
+            note = f"[filter] rule {rule.name!r} took too long; the output is shown unfiltered"
+            return lines, FilterConfidence.FALLBACK, [note]
+        except Exception:  # a strategy bug must not lose the output
+            log.exception("filter rule %r failed", rule.name)
+            return lines, FilterConfidence.FALLBACK, []
+        return current, confidence, []
+
+
+def _count_lines(text: str) -> int:
+    if not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def build_filter_set(
+    user_text: str | None = None,
+    *,
+    user_source: str = "filters.toml",
+    settings: FilterSettings | None = None,
+    metrics: FilterMetrics | None = None,
+    extra_warnings: Iterable[str] = (),
+) -> FilterSet:
+    """A new immutable filter set: the embedded rules, overridden by `user_text` (a
+    filters.toml document), switched by `settings`. Never raises: problems are in `.warnings`.
+    """
+    settings = settings or FilterSettings()
+    warnings = list(extra_warnings)
+    builtin = parse_rules(builtin_text(), "built-in filters.toml")
+    warnings.extend(builtin.warnings)
+    user = parse_rules(user_text, user_source) if user_text is not None else None
+    if user is not None:
+        warnings.extend(user.warnings)
+        if not user.rules and not user.toggles and user.warnings:
+            user = None  # an unusable file: defaults kept
+    rules, merge_warnings = merge(builtin.rules, user or Parsed(), settings.disabled)
+    warnings.extend(merge_warnings)
+    scanner = None
+    if settings.security_enabled:
+        extra, pattern_warnings = custom_patterns(settings.extra_patterns)
+        warnings.extend(pattern_warnings)
+        scanner = SecretScanner(extra)
+    for w in warnings:
+        log.warning("%s", w)
+    return FilterSet(
+        tuple(rules), scanner, settings.enabled, tuple(warnings), metrics or FilterMetrics()
+    )
+
+
+def load_filter_set(
+    settings: FilterSettings | None = None,
+    *,
+    config_dir: str | None = None,
+    metrics: FilterMetrics | None = None,
+) -> FilterSet:
+    """Read `settings.filters_path` (or `<config_dir>/filters.toml`) and build the set."""
+    settings = settings or FilterSettings()
+    path = settings.filters_path or (
+        os.path.join(config_dir, "filters.toml") if config_dir else None
+    )
+    text, warnings = read_filters_file(path) if path else (None, [])
+    return build_filter_set(
+        text,
+        user_source=path or "filters.toml",
+        settings=settings,
+        metrics=metrics,
+        extra_warnings=warnings,
+    )

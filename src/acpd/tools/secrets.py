@@ -1,0 +1,220 @@
+"""Credential detection and redaction for tool output.
+
+`scan_secrets(text)` returns the text with every credential value replaced by
+`[REDACTED:<kind>]` and the findings (kind, count). It runs on the *raw* output, before any
+filter, so a secret in a line the filter dropped is still reported, and the redacted raw text
+is what overflow, audit and session storage keep.
+
+Patterns favour precision: provider tokens by their fixed prefixes and lengths, private keys by
+their armour, JWTs by their two base64url-JSON segments, bearer tokens and URL passwords by
+their syntax. Git SHAs, UUIDs, integrity hashes and other base64 blobs do not match. Each
+pattern has literal triggers checked with `in` first, so clean output costs a few substring
+scans.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from acpd.tools.filters.safety import compile_pattern
+
+
+@dataclass(frozen=True, slots=True)
+class SecretPattern:
+    kind: str
+    """Human name used in the warning: "GitHub token"."""
+    slug: str
+    """Used in the placeholder: [REDACTED:github-token]."""
+    regex: re.Pattern[str]
+    triggers: tuple[str, ...]
+    """Substrings one of which must occur for the regex to be worth running."""
+    group: int = 0
+    """The capture group holding the value (0: the whole match)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SecretFinding:
+    kind: str
+    count: int
+
+
+def _p(
+    kind: str, slug: str, regex: str, triggers: Iterable[str], group: int = 0, flags: int = 0
+) -> SecretPattern:
+    return SecretPattern(kind, slug, re.compile(regex, flags), tuple(triggers), group)
+
+
+_B = r"(?<![A-Za-z0-9_\-])"  # not glued to a longer token
+_E = r"(?![A-Za-z0-9_\-])"
+
+BUILTIN_PATTERNS: tuple[SecretPattern, ...] = (
+    _p(
+        "private key",
+        "private-key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:[^-]|-(?!----END ))*(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+        ["PRIVATE KEY"],
+    ),
+    _p(
+        "Anthropic API key",
+        "anthropic-key",
+        _B + r"sk-ant-[a-z]{2,8}\d{2}-[A-Za-z0-9_\-]{32,}",
+        ["sk-ant-"],
+    ),
+    _p(
+        "OpenAI API key",
+        "openai-key",
+        _B + r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_\-]*\d)(?=[A-Za-z0-9_\-]*[A-Za-z])"
+        r"[A-Za-z0-9_\-]{32,}" + _E,
+        ["sk-"],
+    ),
+    _p(
+        "AWS access key ID",
+        "aws-access-key",
+        r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b",
+        ["AKIA", "ASIA", "ABIA", "ACCA"],
+    ),
+    _p(
+        "AWS secret access key",
+        "aws-secret-key",
+        r"(?i:aws_?secret_?(?:access_?)?key)[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+        ["ecret", "ECRET"],
+        group=1,
+    ),
+    _p(
+        "GitHub token",
+        "github-token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{60,255})\b",
+        ["gh", "github_pat_"],
+    ),
+    _p("GitLab token", "gitlab-token", r"\bglpat-[A-Za-z0-9_\-]{20,}", ["glpat-"]),
+    _p("Slack token", "slack-token", r"\bxox[abposr]-[A-Za-z0-9]{8,}-[A-Za-z0-9\-]{8,}", ["xox"]),
+    _p(
+        "Slack webhook",
+        "slack-webhook",
+        r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]{20,}",
+        ["hooks.slack.com"],
+    ),
+    _p(
+        "Stripe secret key",
+        "stripe-key",
+        r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}\b",
+        ["_live_", "_test_"],
+    ),
+    _p("Google API key", "google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}" + _E, ["AIza"]),
+    _p(
+        "Google OAuth client secret",
+        "google-oauth-secret",
+        r"\bGOCSPX-[A-Za-z0-9_\-]{28}" + _E,
+        ["GOCSPX-"],
+    ),
+    _p("npm token", "npm-token", r"\bnpm_[A-Za-z0-9]{36}\b", ["npm_"]),
+    _p("Hugging Face token", "huggingface-token", r"\bhf_[A-Za-z0-9]{34,}\b", ["hf_"]),
+    _p(
+        "JWT",
+        "jwt",
+        r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{16,}" + _E,
+        ["eyJ"],
+    ),
+    _p(
+        "bearer token",
+        "bearer-token",
+        r"\b[Bb]earer\s+((?=[A-Za-z0-9._~+/\-]*\d)(?=[A-Za-z0-9._~+/\-]*[A-Za-z])"
+        r"[A-Za-z0-9._~+/\-]{20,}=*)",
+        ["earer"],
+        group=1,
+    ),
+    _p(
+        "password in URL",
+        "url-password",
+        r"://([^\s:/@\"'<>]{1,128}):((?![$<*%{])[^\s@/\"'<>]{1,256})@(?=[\w.\-\[])",
+        ["://"],
+        group=2,
+    ),
+    _p(
+        "secret environment variable",
+        "env-secret",
+        r"(?m)^(?:export\s+)?[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY"
+        r"|PRIVATE_KEY|ACCESS_KEY)[A-Z0-9_]*=[\"']?((?![$<*{])[^\s\"']{8,})",
+        ["PASS", "ECRET", "TOKEN", "KEY"],
+        group=1,
+    ),
+)
+
+
+def custom_patterns(patterns: Iterable[str]) -> tuple[tuple[SecretPattern, ...], list[str]]:
+    """`[tools.filters.security] extra_patterns`: checked like filter regexes. A pattern with a
+    capture group redacts that group, else the whole match. Returns (patterns, warnings)."""
+    out: list[SecretPattern] = []
+    warnings: list[str] = []
+    for i, source in enumerate(patterns, 1):
+        try:
+            regex = compile_pattern(source)
+        except ValueError as exc:
+            warnings.append(f"extra_patterns[{i}] skipped: {exc}")
+            continue
+        out.append(
+            SecretPattern("custom secret pattern", "custom", regex, (), min(regex.groups, 1))
+        )
+    return tuple(out), warnings
+
+
+class SecretScanner:
+    """The built-in patterns plus configured ones, compiled once."""
+
+    def __init__(self, extra: Iterable[SecretPattern] = ()) -> None:
+        self.patterns = (*BUILTIN_PATTERNS, *extra)
+        # Substring checks run at memory speed; a shared trigger is checked once per scan.
+        self._triggers = tuple(sorted({t for p in self.patterns for t in p.triggers}))
+
+    def scan(self, text: str) -> tuple[str, list[SecretFinding]]:
+        """Returns (text with values replaced by `[REDACTED:<slug>]`, findings by kind)."""
+        counts: dict[str, int] = {}
+        present = {t for t in self._triggers if t in text}
+        for pattern in self.patterns:
+            if pattern.triggers and not any(t in present for t in pattern.triggers):
+                continue
+            text, n = _redact(pattern, text)
+            if n:
+                counts[pattern.kind] = counts.get(pattern.kind, 0) + n
+        return text, [SecretFinding(kind, n) for kind, n in counts.items()]
+
+
+def _redact(pattern: SecretPattern, text: str) -> tuple[str, int]:
+    placeholder = f"[REDACTED:{pattern.slug}]"
+    if pattern.group == 0:
+        return pattern.regex.subn(placeholder, text)
+    group = pattern.group
+
+    def replace(m: re.Match[str]) -> str:
+        start, end = m.span(group)
+        if start < 0:
+            return m.group(0)
+        whole = m.group(0)
+        base = m.start(0)
+        return whole[: start - base] + placeholder + whole[end - base :]
+
+    return pattern.regex.subn(replace, text)
+
+
+def warning_line(findings: list[SecretFinding]) -> str | None:
+    """`[security] 2 secrets redacted from this output (GitHub token, JWT): ...`"""
+    if not findings:
+        return None
+    total = sum(f.count for f in findings)
+    kinds = ", ".join(f.kind if f.count == 1 else f"{f.kind} x{f.count}" for f in findings)
+    noun = "secret" if total == 1 else "secrets"
+    return (
+        f"[security] {total} {noun} redacted from this output ({kinds}). The values are hidden "
+        "from the model, the editor and the logs; do not try to recover or print them."
+    )
+
+
+_DEFAULT = SecretScanner()
+
+
+def scan_secrets(text: str) -> tuple[str, list[SecretFinding]]:
+    """Redact with the built-in patterns only (see SecretScanner for configured ones)."""
+    return _DEFAULT.scan(text)
