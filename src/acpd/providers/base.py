@@ -6,7 +6,7 @@ knowing which provider produced them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -105,7 +105,7 @@ class Provider(Protocol):
     """`kind:model`, as the user selected it."""
     context_window: int
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         """Stream one model call. Raises ProviderError; cancellation closes the stream."""
         ...
 
@@ -120,5 +120,6 @@ def parse_arguments(call_id: str, name: str, raw: str) -> ToolCallRequest:
     except orjson.JSONDecodeError as exc:
         return ToolCallRequest(call_id, name, None, raw, f"invalid_json: {exc.msg}")
     if not isinstance(value, dict):
-        return ToolCallRequest(call_id, name, None, raw, "invalid_json: arguments must be an object")
+        problem = "invalid_json: arguments must be an object"
+        return ToolCallRequest(call_id, name, None, raw, problem)
     return ToolCallRequest(call_id, name, value, raw)

@@ -11,7 +11,7 @@ it, to exercise invalid JSON). Used by the demo and by the end-to-end tests.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +90,7 @@ class ScriptedProvider:
     def remaining(self) -> int:
         return len(self._turns) - self._next
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         if self._next >= len(self._turns):
             yield TextDelta(f"(the script {Path(self.path).name} has no more turns)")
             yield StopEvent("end_turn")
