@@ -4,6 +4,23 @@ Every outgoing message goes through one bounded queue and one writer task, so th
 which handlers send is the order on the wire: an update sent before a response is read before
 it. Every incoming request runs in its own task and cancel scope; `$/cancel_request` cancels
 that scope and the request is answered -32800.
+
+Limits, so that no peer can make the daemon grow without bound or hang:
+
+- The outbox holds OUTBOX_SIZE messages. When it is full, senders wait (backpressure): a
+  peer that stops reading its stdout stops being read, and stalls only itself.
+- At most `max_in_flight` requests (with their follow-ups) run at once. The reader yields
+  after starting each request, so a pipelined burst is served as it arrives; at the limit it
+  waits up to `slot_wait` seconds for a slot, then answers -32600 instead of queueing.
+  Queueing would grow without bound, and waiting for ever would stop the editor's answers
+  to our own requests from being read: a deadlock when the running requests wait for them.
+- A line is capped by the decoder (`max_line_bytes`); an oversize line is answered -32600
+  and skipped.
+- At stdin EOF the daemon stops its work within `eof_grace` seconds and then gives the
+  writer `flush_grace` seconds to deliver what is queued before it gives up on the editor.
+
+Nothing the peer sends raises out of `serve()`: peer faults are answered with -32700,
+-32600, -32601 or -32602 and everything else a handler raises becomes -32603 here.
 """
 
 from __future__ import annotations
@@ -16,18 +33,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from acpd.daemon.errors import PeerError, to_rpc_error
-from acpd.daemon.stdio import FdReader, FdWriter
+from acpd.daemon.stdio import ByteReceiver, ByteSender
 from acpd.protocol import jsonrpc
-from acpd.protocol.errors import ErrorCode, RpcError, invalid_request
-from acpd.protocol.framing import DEFAULT_MAX_LINE_BYTES, Line, LineDecoder, encode
+from acpd.protocol.errors import ErrorCode, RpcError, internal_error, invalid_request
+from acpd.protocol.framing import DEFAULT_MAX_LINE_BYTES, Frame, Line, LineDecoder, encode
 
 log = logging.getLogger("acpd.rpc")
 
 OUTBOX_SIZE = 4096
+MAX_IN_FLIGHT = 1024
+FLUSH_GRACE = 1.0
+SLOT_WAIT = 1.0
 
 
 @dataclass(slots=True)
@@ -53,8 +74,8 @@ class _Pending:
 class Connection:
     def __init__(
         self,
-        reader: FdReader,
-        writer: FdWriter,
+        reader: ByteReceiver,
+        writer: ByteSender,
         *,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> None:
@@ -69,11 +90,17 @@ class Connection:
         self._ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
         self._incoming: dict[jsonrpc.RequestId, anyio.CancelScope] = {}
+        self._active = 0  # running request tasks and their follow-ups
+        self._write_failed = False
         self._task_group: TaskGroup | None = None
         self.on_request: RequestHandler | None = None
         self.on_notification: NotificationHandler | None = None
         self.on_eof: Callable[[], Awaitable[None]] | None = None
         self.eof_grace = 0.8
+        self.flush_grace = FLUSH_GRACE
+        self.max_in_flight = MAX_IN_FLIGHT
+        self.slot_wait = SLOT_WAIT
+        self._slot_freed = anyio.Event()
         self.initialized = False
         self.closed = anyio.Event()
 
@@ -88,12 +115,26 @@ class Connection:
     # --- sending ---------------------------------------------------------------------------
 
     async def send(self, message: dict[str, Any]) -> None:
-        await self._send_stream.send(encode(message))
+        """Queue one message; waits while the outbox is full. After the connection has
+        shut down the message is dropped: there is nobody left to read it."""
+        await self._enqueue(encode(message))
+
+    async def _enqueue(self, data: bytes) -> None:
+        try:
+            await self._send_stream.send(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            log.debug("dropping a message sent after the connection closed")
 
     async def notify(self, method: str, params: Any) -> None:
         await self.send(jsonrpc.notification(method, params))
 
-    async def request(self, method: str, params: Any, *, timeout: float | None = 30.0) -> Any:
+    async def request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        timeout: float | None = 30.0,  # noqa: ASYNC109 (public API; a per-call limit)
+    ) -> Any:
         """Send a request to the editor and wait for its answer.
 
         Raises PeerError when the editor answers with an error or not within `timeout`
@@ -106,6 +147,8 @@ class Connection:
         answered = False
         try:
             await self.send(jsonrpc.request(msg_id, method, params))
+            if self._write_failed:
+                self._fail_pending("cannot write to the editor")
             with anyio.fail_after(math.inf if timeout is None else timeout):
                 await pending.done.wait()
             answered = True
@@ -134,17 +177,26 @@ class Connection:
                         # Stop turns, kill children and release terminals, but never
                         # outlive the editor by more than the grace period.
                         with anyio.move_on_after(self.eof_grace):
-                            await self.on_eof()
+                            try:
+                                await self.on_eof()
+                            except Exception:
+                                log.exception("shutdown failed")
                     self.closed.set()
                     tg.cancel_scope.cancel()
             finally:
                 self.closed.set()
                 self._fail_pending("the editor closed the connection")
-                await self._send_stream.aclose()
+                self._send_stream.close()
+                # Deliver what is queued, but not to an editor that stopped reading.
+                writer_group.cancel_scope.deadline = anyio.current_time() + self.flush_grace
 
     async def _read_loop(self) -> None:
         while True:
-            data = await self._reader.receive()
+            try:
+                data = await self._reader.receive()
+            except OSError as exc:
+                log.error("cannot read from the editor, stopping: %s", exc)
+                data = b""
             frames = self._decoder.feed(data) if data else self._decoder.close()
             for frame in frames:
                 await self._dispatch_frame(frame)
@@ -158,6 +210,8 @@ class Connection:
                     first = await self._receive_stream.receive()
                 except anyio.EndOfStream:
                     return
+                if self._write_failed:
+                    continue  # keep draining so that senders never wait on a dead pipe
                 batch = [first]
                 # Drain what is already queued so a burst of updates costs one write.
                 while len(batch) < 512:
@@ -168,12 +222,14 @@ class Connection:
                 try:
                     await self._writer.send(b"".join(batch))
                 except OSError as exc:
-                    log.error("cannot write to the editor: %s", exc)
-                    return
+                    log.error("cannot write to the editor, dropping output: %s", exc)
+                    self._write_failed = True
+                    # Nobody can answer what we asked: fail it now rather than at a timeout.
+                    self._fail_pending("cannot write to the editor")
 
     # --- dispatch ---------------------------------------------------------------------------
 
-    async def _dispatch_frame(self, frame: Line | Any) -> None:
+    async def _dispatch_frame(self, frame: Frame) -> None:
         if not isinstance(frame, Line):
             err = invalid_request(
                 f"message of {frame.size} bytes exceeds the line limit of "
@@ -188,8 +244,10 @@ class Connection:
             await self._handle_notification(message)
         elif isinstance(message, jsonrpc.Response):
             self._resolve(message)
-        else:
+        elif isinstance(message, jsonrpc.Invalid):
             await self.send(jsonrpc.error(message.id, message.error))
+        else:
+            log.info("ignoring a message from the editor: %s", message.reason)
 
     async def _start_request(self, req: jsonrpc.Request) -> None:
         if req.id in self._incoming:
@@ -200,8 +258,21 @@ class Connection:
             err = invalid_request("not initialized: send initialize first")
             await self.send(jsonrpc.error(req.id, err))
             return
+        if self._active >= self.max_in_flight:
+            # A burst: give the running requests a moment to finish before refusing.
+            with anyio.move_on_after(self.slot_wait):
+                while self._active >= self.max_in_flight:
+                    await self._slot_freed.wait()
+        if self._active >= self.max_in_flight:
+            err = invalid_request(
+                f"too many requests in progress (limit {self.max_in_flight}); "
+                "wait for answers before sending more"
+            )
+            await self.send(jsonrpc.error(req.id, err))
+            return
         scope = anyio.CancelScope()
         self._incoming[req.id] = scope
+        self._active += 1
         if req.method == "initialize":
             # Answered before the next frame is read, so a request that follows it on the
             # wire never sees an uninitialised connection.
@@ -209,44 +280,69 @@ class Connection:
             return
         assert self._task_group is not None
         self._task_group.start_soon(self._run_request, req, scope)
+        # Let the new task start before the next frame is read: a pipelined burst is then
+        # served as it arrives instead of piling up as tasks.
+        await anyio.lowlevel.checkpoint()
 
     async def _run_request(self, req: jsonrpc.Request, scope: anyio.CancelScope) -> None:
-        reply: Reply | None = None
-        error: RpcError | None = None
+        then: Callable[[], Awaitable[None]] | None = None
+        try:
+            answer = await self._answer(req, scope)
+            if self.closed.is_set():
+                return
+            if isinstance(answer, RpcError):
+                await self.send(jsonrpc.error(req.id, answer))
+                return
+            data, follow_up = answer
+            await self._enqueue(data)
+            if follow_up is not None:
+                assert self._task_group is not None
+                self._task_group.start_soon(self._follow_up, req.method, follow_up)
+                then = follow_up  # the follow-up now owns the in-flight slot
+        finally:
+            if then is None:
+                self._release_slot()
+
+    async def _answer(
+        self, req: jsonrpc.Request, scope: anyio.CancelScope
+    ) -> RpcError | tuple[bytes, Callable[[], Awaitable[None]] | None]:
+        """Run the handler inside the error boundary. Returns the encoded response (encoded
+        here, so that a result that cannot be serialised is an error answer, not a dead
+        task) and the follow-up, or the error to answer with."""
         try:
             with scope:
-                assert self.on_request is not None
+                if self.on_request is None:
+                    raise internal_error("no request handler")
                 outcome = await self.on_request(req.method, req.params)
                 reply = outcome if isinstance(outcome, Reply) else Reply(outcome)
-            if scope.cancelled_caught:
-                error = RpcError(ErrorCode.REQUEST_CANCELLED, "request cancelled")
-        except Exception as exc:  # the error boundary: nothing a handler raises ends the process
-            error = to_rpc_error(exc)
+                return encode(jsonrpc.result(req.id, reply.result)), reply.then
+            return RpcError(ErrorCode.REQUEST_CANCELLED, "request cancelled")
+        except Exception as exc:  # nothing a handler raises ends the process
+            return to_rpc_error(exc)
         finally:
             self._incoming.pop(req.id, None)
-        if self.closed.is_set():
-            return
-        if error is not None:
-            await self.send(jsonrpc.error(req.id, error))
-            return
-        assert reply is not None
-        await self.send(jsonrpc.result(req.id, reply.result))
-        if reply.then is not None:
-            assert self._task_group is not None
-            self._task_group.start_soon(self._follow_up, req.method, reply.then)
 
     async def _follow_up(self, method: str, then: Callable[[], Awaitable[None]]) -> None:
         try:
             await then()
         except Exception:
             log.exception("follow-up of %s failed", method)
+        finally:
+            self._release_slot()
+
+    def _release_slot(self) -> None:
+        self._active -= 1
+        self._slot_freed.set()
+        self._slot_freed = anyio.Event()
 
     async def _handle_notification(self, note: jsonrpc.Notification) -> None:
         if note.method == "$/cancel_request":
             request_id = note.params.get("requestId") if isinstance(note.params, dict) else None
-            scope = self._incoming.get(request_id) if isinstance(request_id, int | str) else None
-            if scope is not None:
-                scope.cancel()
+            # _valid_id: `true` must not cancel request 1 (True == 1 as a dict key).
+            if jsonrpc.valid_id(request_id):
+                scope = self._incoming.get(request_id)
+                if scope is not None:
+                    scope.cancel()
             return
         if self.on_notification is None:
             return
@@ -257,7 +353,8 @@ class Connection:
 
     def _resolve(self, response: jsonrpc.Response) -> None:
         pending = self._pending.get(response.id) if isinstance(response.id, int) else None
-        if pending is None:
+        if pending is None or pending.done.is_set():
+            # Nothing asked, or we stopped waiting (timeout, cancel): too late to matter.
             log.debug("ignoring a response to unknown request %r", response.id)
             return
         pending.result = response.result
@@ -266,5 +363,6 @@ class Connection:
 
     def _fail_pending(self, reason: str) -> None:
         for pending in self._pending.values():
-            pending.error = RpcError(ErrorCode.INTERNAL_ERROR, reason)
-            pending.done.set()
+            if not pending.done.is_set():
+                pending.error = RpcError(ErrorCode.INTERNAL_ERROR, reason)
+                pending.done.set()

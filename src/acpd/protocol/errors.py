@@ -5,6 +5,9 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any
 
+MAX_PEER_MESSAGE = 2000
+"""How much of a peer's error message is kept (it ends up in logs and tool results)."""
+
 
 class ErrorCode(IntEnum):
     PARSE_ERROR = -32700
@@ -40,12 +43,14 @@ class RpcError(Exception):
     def from_wire(cls, error: Any) -> RpcError:
         """Build an error from a peer's error object, tolerating malformed ones."""
         if not isinstance(error, dict):
-            return cls(ErrorCode.INTERNAL_ERROR, f"malformed error object: {error!r}"[:200])
+            return cls(ErrorCode.INTERNAL_ERROR, f"malformed error object ({type(error).__name__})")
         code = error.get("code")
         message = error.get("message")
+        if not isinstance(code, int) or isinstance(code, bool):
+            code = ErrorCode.INTERNAL_ERROR
         return cls(
-            code if isinstance(code, int) else ErrorCode.INTERNAL_ERROR,
-            message if isinstance(message, str) else "error without a message",
+            code,
+            message[:MAX_PEER_MESSAGE] if isinstance(message, str) else "error without a message",
             error.get("data"),
         )
 
