@@ -1,0 +1,67 @@
+"""The result of judging a command, and the order of verdicts (deny > ask > allow)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Verdict = Literal["allow", "ask", "deny"]
+RANK: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
+VERDICTS: tuple[Verdict, ...] = ("allow", "ask", "deny")
+
+
+def stricter(a: Verdict, b: Verdict) -> Verdict:
+    return a if RANK[a] >= RANK[b] else b
+
+
+def at_least(verdict: Verdict, floor: Verdict) -> bool:
+    return RANK[verdict] >= RANK[floor]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What the policy says about one command line.
+
+    `rules` holds the ids of every rule that matched (all of them, not the first), `reasons`
+    one human sentence per finding, `policy_hash` the hash of the policy that decided.
+    """
+
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    rules: tuple[str, ...]
+    policy_hash: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "verdict": self.verdict,
+            "reasons": list(self.reasons),
+            "rules": list(self.rules),
+            "policy_hash": self.policy_hash,
+        }
+
+
+@dataclass(slots=True)
+class Findings:
+    """Accumulates verdicts while judging; strictest wins, nothing is ever dropped."""
+
+    verdict: Verdict = "allow"
+    reasons: list[str] = field(default_factory=list)
+    rules: list[str] = field(default_factory=list)
+
+    def add(self, verdict: Verdict, rule: str, reason: str) -> None:
+        if RANK[verdict] > RANK[self.verdict]:
+            self.verdict = verdict
+        if rule not in self.rules:
+            self.rules.append(rule)
+        if reason and reason not in self.reasons:
+            self.reasons.append(reason)
+
+    def merge(self, other: Findings) -> None:
+        if RANK[other.verdict] > RANK[self.verdict]:
+            self.verdict = other.verdict
+        for rule in other.rules:
+            if rule not in self.rules:
+                self.rules.append(rule)
+        for reason in other.reasons:
+            if reason not in self.reasons:
+                self.reasons.append(reason)

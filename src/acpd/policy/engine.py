@@ -1,0 +1,563 @@
+"""The judge: every simple command of a command line, under every rule; strictest wins.
+
+`CompiledPolicy.judge(command, cwd=..., roots=...)` returns a `Decision`. A compiled policy is
+immutable and safe to share between threads; build one with `compile_policy(policy)` (which
+also checks every rule's `match`/`not_match` examples and raises PolicyError when one fails).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from dataclasses import dataclass, field
+
+from acpd.policy import parse as parse_mod
+from acpd.policy.argspec import Scan, option_matches, path_args, scan, spec_for
+from acpd.policy.blocklist import BLOCKED_BUILTINS, SHELLS, env_blocked, word_findings
+from acpd.policy.checks import CHECKS, CheckContext
+from acpd.policy.decision import Decision, Findings, Verdict
+from acpd.policy.rules import Policy, PolicyError, Rule, Trust
+from acpd.policy.sandbox import (
+    PathRules,
+    cached_realpath,
+    compile_patterns,
+    inside,
+    judge_path,
+)
+from acpd.policy.text import check_text, nfkc_variant, strip_line_continuations
+from acpd.policy.words import DYN, Env, expand
+from acpd.policy.wrappers import unwrap
+
+MAX_DEPTH = 6
+MAX_COMMANDS = 2000
+MAX_ARGV_COMBOS = 16
+SYSTEM_BIN = ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin",
+              "/opt/homebrew/bin")
+_GLOB = re.compile(r"[*?]|\[.*\]")
+_PATH_COMMANDS = frozenset({"dd", "find"})
+_GIT_OBJECT_READERS = frozenset({"show", "cat-file", "diff", "difftool", "archive", "blame"})
+_SAFE_REDIRECT_TARGET = re.compile(r"^(\d+|-)$")
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRule:
+    rule: Rule
+    names: frozenset[str]
+    globs: tuple[str, ...]
+    subcommands: tuple[tuple[str, ...], ...]
+    args_re: re.Pattern[str] | None
+    any_arg_re: re.Pattern[str] | None
+    argv_re: re.Pattern[str] | None
+
+
+def _alternation(globs: tuple[str, ...], lower: bool = False) -> re.Pattern[str] | None:
+    if not globs:
+        return None
+    parts = [fnmatch.translate(g.lower() if lower else g) for g in globs]
+    return re.compile("|".join(f"(?:{p})" for p in parts), re.DOTALL)
+
+
+@dataclass(slots=True)
+class _Ctx:
+    cwd: str
+    roots: tuple[str, ...]
+    home: str
+    trust: Trust
+    paths: PathRules
+    out: Findings
+    functions: set[str] = field(default_factory=set)
+    cwds: list[str] = field(default_factory=list)
+    only_rule: CompiledRule | None = None
+    matched_only: bool = False
+
+
+class CompiledPolicy:
+    """An immutable, validated policy ready to judge commands."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.hash = policy.content_hash()
+        self.settings = policy.policy
+        self._by_name: dict[str, list[CompiledRule]] = {}
+        self._glob_rules: list[CompiledRule] = []
+        self.rules: tuple[CompiledRule, ...] = tuple(_compile_rule(r) for r in policy.rules)
+        for cr in self.rules:
+            for name in cr.names:
+                self._by_name.setdefault(name, []).append(cr)
+            if cr.globs:
+                self._glob_rules.append(cr)
+        self.command_names = frozenset(self._by_name)
+        self.blocked = frozenset(policy.blocklist.commands)
+        self.blocked_env = policy.blocklist.env
+        self.network = frozenset(policy.network.commands)
+        self.allowed = None if policy.allowed_commands is None else frozenset(
+            policy.allowed_commands)
+        self.glob_rules = tuple(
+            (re.compile(fnmatch.translate(g.pattern.lower()), re.DOTALL), g)
+            for g in policy.glob_rules()
+        )
+        self.grammar = {k: frozenset(v.value_options) for k, v in policy.commands.items()}
+        self._home = os.path.expanduser("~")
+        self._vopts: dict[str, frozenset[str]] = {}
+        self._path_cache: dict[tuple[tuple[str, ...], str], PathRules] = {}
+        self.conditioned = frozenset(
+            n for cr in self.rules if cr.rule.conditioned and cr.rule.verdict != "allow"
+            for n in cr.names
+        )
+
+    # -- public ---------------------------------------------------------------------------
+
+    def judge(self, command: str, *, cwd: str, roots: tuple[str, ...] | None = None,
+              trust: Trust | None = None, home: str | None = None) -> Decision:
+        """Judge a bash command line that would run in `cwd` with workspace `roots`."""
+        out = self._judge(command, cwd, roots, trust, home, None)
+        return Decision(out.verdict, tuple(out.reasons), tuple(out.rules), self.hash)
+
+    def rule_matches(self, rule: CompiledRule, command: str, cwd: str,
+                     roots: tuple[str, ...]) -> bool:
+        """Does `rule` match some simple command of `command` (used for rule examples)?"""
+        out = self._judge(command, cwd, roots, "trusted", None, rule)
+        return rule.rule.id in out.rules
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _path_rules(self, roots: tuple[str, ...], home: str) -> PathRules:
+        key = (roots, home)
+        rules = self._path_cache.get(key)
+        if rules is None:
+            p = self.policy.paths
+            rules = PathRules(
+                roots,
+                compile_patterns(p.deny_read, home), compile_patterns(p.deny_write, home),
+                compile_patterns(p.read_roots, home), compile_patterns(p.write_roots, home),
+                p.outside_read, p.outside_write)
+            if len(self._path_cache) > 64:
+                self._path_cache.clear()
+            self._path_cache[key] = rules
+        return rules
+
+    def _judge(self, command: str, cwd: str, roots: tuple[str, ...] | None,
+               trust: Trust | None, home: str | None, only: CompiledRule | None) -> Findings:
+        out = Findings()
+        home = home or self._home
+        cwd = os.path.normpath(os.path.abspath(cwd))
+        roots = tuple(os.path.normpath(cached_realpath(r)) for r in (roots or (cwd,)))
+        level: Trust = trust or self.settings.trust
+        ctx = _Ctx(cwd, roots, home, level, self._path_rules(roots, home), out, only_rule=only)
+        if not check_text(command, self.settings.max_command_bytes, out):
+            return out
+        variants = [strip_line_continuations(command)]
+        if variants[0] != command:
+            variants.append(command)
+        for v in list(variants):
+            norm = nfkc_variant(v)
+            if norm is not None and norm not in variants:
+                variants.append(norm)
+        for source in variants:
+            ctx.cwds = [cwd]
+            self._source(source, ctx, 0)
+        if only is None:
+            text = command.lower()
+            for regex, rule in self.glob_rules:
+                if rule.action != "allow" and regex.match(text):
+                    out.add(rule.action, f"permissions.bash:{rule.pattern}",
+                            f"command matches {rule.action} pattern {rule.pattern!r}")
+        if level == "untrusted" and out.verdict == "ask":
+            out.add("deny", "trust.untrusted", "untrusted workspace: what would ask is denied")
+        return out
+
+    def _source(self, source: str, ctx: _Ctx, depth: int) -> None:
+        out = ctx.out
+        if depth > MAX_DEPTH:
+            out.add("deny", "input.too-deep", "shell payloads nested too deeply")
+            return
+        try:
+            script = parse_mod.parse(source)
+        except Exception as exc:  # the parser must never let a command through
+            out.add("deny", "input.parser-failed", f"parser failed: {type(exc).__name__}")
+            return
+        if script.too_big or len(script.commands) > MAX_COMMANDS:
+            out.add("deny", "input.too-many-nodes", "command too complex to judge")
+            return
+        if script.has_error:
+            verdict: Verdict = "deny" if ctx.trust == "untrusted" else self.settings.parse_error
+            out.add(verdict, "input.parse-error", "the command does not parse cleanly")
+        for rule_id, reason in script.blocked:
+            out.add("deny", rule_id, f"blocked: {reason}")
+        env = self._env(script, ctx)
+        for name, value in script.assigns:
+            self._assignment(name, value, env, ctx)
+        ctx.functions |= set(script.functions)
+        if _recursive(script.functions):
+            out.add("deny", "blocklist.recursive-function",
+                    "a function calls itself (fork bomb shape)")
+        for cmd in script.commands:
+            self._simple(cmd, env, ctx, depth)
+
+    def _env(self, script: parse_mod.Script, ctx: _Ctx) -> Env:
+        base: Env = {"HOME": (ctx.home,), "PWD": (ctx.cwd,), "IFS": (" \t\n",)}
+        env: Env = dict(base)
+        if not script.assigns and not script.for_vars:
+            return env
+        for _round in range(3):  # Y=$X after X=rm: a few rounds reach the fixpoint
+            values: dict[str, list[str]] = {}
+            for name, value in script.assigns:
+                vals = values.setdefault(name, [DYN])
+                for alt in expand(value, env, ctx.home).alternatives:
+                    vals.append(" ".join(alt))
+            for name, words in script.for_vars.items():
+                vals = values.setdefault(name, [])
+                for word in words:
+                    for alt in expand(word, env, ctx.home).alternatives:
+                        vals.extend(alt)
+            nxt: Env = dict(base)
+            for name, vals in values.items():
+                nxt[name] = tuple(dict.fromkeys(vals))[:MAX_ARGV_COMBOS]
+            if nxt == env:
+                break
+            env = nxt
+        return env
+
+    def _assignment(self, name: str, value: str, env: Env, ctx: _Ctx) -> None:
+        if env_blocked(name, self.blocked_env):
+            ctx.out.add("deny", "blocklist.env", f"assignment to {name} is blocked")
+        for alt in expand(value, env, ctx.home).alternatives:
+            for word in alt:
+                for rule_id, reason in word_findings(word):
+                    ctx.out.add("deny", rule_id, f"blocked: {reason}")
+
+    def _simple(self, cmd: parse_mod.SimpleCommand, env: Env, ctx: _Ctx, depth: int) -> None:
+        for red in cmd.redirects:
+            if red.kind != "file" or red.target is None:
+                continue
+            if red.op in (">&", "<&") and _SAFE_REDIRECT_TARGET.match(red.target):
+                continue
+            mode = "read" if red.op in ("<", "<&") else "write"
+            for alt in expand(red.target, env, ctx.home).alternatives:
+                for target in alt or ("",):
+                    self._word_checks(target, ctx)
+                    self._path(target, mode, ctx, redirect=True)
+                    if red.op == "<>":
+                        self._path(target, "read", ctx, redirect=True)
+        if not cmd.words:
+            return
+        expanded = [expand(w, env, ctx.home) for w in cmd.words]
+        combos: list[list[str]] = [[]]
+        for exp in expanded:
+            nxt: list[list[str]] = []
+            for base in combos:
+                for alt in exp.alternatives:
+                    nxt.append([*base, *alt])
+                    if len(nxt) >= MAX_ARGV_COMBOS:
+                        break
+            combos = nxt[:MAX_ARGV_COMBOS]
+        for argv in combos:
+            if not argv:
+                ctx.out.add("ask", "command.dynamic", "the command name expands to nothing")
+                continue
+            self._argv(argv, ctx, depth, in_function=cmd.function)
+
+    def _word_checks(self, word: str, ctx: _Ctx) -> None:
+        for rule_id, reason in word_findings(word):
+            ctx.out.add("deny", rule_id, f"blocked: {reason}")
+
+    def _path(self, raw: str, mode: str, ctx: _Ctx, *, redirect: bool = False) -> None:
+        if ctx.only_rule is not None:
+            return
+        for cwd in ctx.cwds:
+            hit = judge_path(raw, mode, cwd, ctx.paths, redirect=redirect, cached=True)
+            if hit is not None:
+                ctx.out.add(*hit)
+
+    def _argv(self, argv: list[str], ctx: _Ctx, depth: int, in_function: str | None) -> None:
+        out = ctx.out
+        for word in argv:
+            self._word_checks(word, ctx)
+        res = unwrap(argv)
+        for layer in res.chain:
+            if layer in self.blocked:
+                out.add("deny", f"blocklist.command.{layer}", f"blocked command {layer}")
+        for verdict, rule_id, reason in res.findings:
+            out.add(verdict, rule_id, reason)
+        for name, _value in res.assigns:
+            if env_blocked(name, self.blocked_env):
+                out.add("deny", "blocklist.env", f"assignment to {name} is blocked")
+        for payload in res.payloads:
+            self._source(payload, ctx, depth + 1)
+        for inner in res.extra_argvs:
+            if depth < MAX_DEPTH:
+                self._argv(inner, ctx, depth + 1, in_function)
+        for r in res.reads:
+            self._path(r, "read", ctx)
+        for w in res.writes:
+            self._path(w, "write", ctx)
+        if res.argv:
+            self._command(res.argv, ctx, depth)
+
+    def _command(self, argv: list[str], ctx: _Ctx, depth: int) -> None:
+        out = ctx.out
+        name = argv[0]
+        if DYN in name:
+            out.add("ask", "command.dynamic", "the command name is not known before running")
+            return
+        base = os.path.basename(name) if "/" in name else name
+        if _GLOB.search(base):
+            out.add("ask", "command.glob", f"the command name {name!r} is a glob")
+            for cand in sorted(self.command_names | BLOCKED_BUILTINS.keys() | SHELLS):
+                if fnmatch.fnmatchcase(cand, base):
+                    self._command([cand, *argv[1:]], ctx, depth)
+            return
+        cap_allow = False
+        if "/" in name:
+            full = os.path.normpath(name if name.startswith("/") else os.path.join(ctx.cwd, name))
+            real = os.path.realpath(full)
+            if inside(full, ctx.roots) and inside(real, ctx.roots):
+                self._workspace_script(name, ctx)
+                return
+            if os.path.dirname(full) not in SYSTEM_BIN:
+                cap_allow = True
+                out.add("ask", "command.path", f"{name} is not a system program")
+        if base in BLOCKED_BUILTINS:
+            out.add("deny", f"blocklist.builtin.{base}", f"blocked: {BLOCKED_BUILTINS[base]}")
+            return
+        if base in self.blocked:
+            out.add("deny", f"blocklist.command.{base}", f"blocked command {base}")
+        if base in ctx.functions:
+            return
+        args = argv[1:]
+        if base in SHELLS:
+            if args:
+                self._path(args[0], "read", ctx)
+                self._workspace_script(f"{base} {args[0]}", ctx, args[0])
+            return
+        if base in self.network and not self.settings.allow_network:
+            out.add("deny", "network", f"{base} reaches the network (allow_network = false); "
+                    "use the fetch tool")
+        if base == "cd" or base == "pushd":
+            target = args[0] if args else ctx.home
+            if DYN not in target and target != "-":
+                new = os.path.normpath(os.path.join(ctx.cwd, target))
+                if new not in ctx.cwds:
+                    ctx.cwds.append(new)
+            if not args:
+                self._path(ctx.home, "read", ctx)
+        vopts = self._value_options(base)
+        sc = scan(args, vopts)
+        allowed, trusted_only = self._rules(base, args, sc, vopts, ctx)
+        if base in _PATH_COMMANDS or spec_for(base) is not None:
+            pa = path_args(base, args)
+            for r in pa.reads:
+                self._path(r, "read", ctx)
+            for w in pa.writes:
+                self._path(w, "write", ctx)
+        if base == "git":
+            self._git_objects(args, ctx)
+        if ctx.only_rule is not None:
+            return
+        if DYN in args and base in self.conditioned:
+            out.add("ask", "command.dynamic-argument",
+                    f"an argument of {base} is not known before running")
+        if not allowed:
+            out.add(self.settings.default, "default", f"no rule allows {base}")
+        elif cap_allow:
+            pass
+        elif trusted_only and ctx.trust != "trusted":
+            out.add("ask", "trust.workspace-code", f"{base} runs workspace code; the workspace "
+                    "is not trusted")
+        elif self.allowed is not None and base not in self.allowed:
+            out.add("ask", "overlay.allowed-commands",
+                    f"{base} is not in the plugins' allowed commands")
+
+    def _git_objects(self, args: list[str], ctx: _Ctx) -> None:
+        """`git show REV:PATH` reads PATH from history: judged like a read of PATH."""
+        if not any(a in _GIT_OBJECT_READERS for a in args):
+            return
+        for arg in args:
+            if ":" in arg and not arg.startswith("-") and "://" not in arg:
+                path = arg.partition(":")[2]
+                if path:
+                    self._path(path, "read", ctx)
+
+    def _workspace_script(self, what: str, ctx: _Ctx, path: str | None = None) -> None:
+        if ctx.only_rule is not None:
+            return
+        if path is not None:
+            check = CHECKS["script-in-workspace"]
+            if not check("sh", [path], CheckContext(ctx.cwd, ctx.roots)):
+                ctx.out.add("ask", "workspace.script", f"{what}: script outside the workspace")
+                return
+        if ctx.trust == "trusted":
+            ctx.out.add("allow", "workspace.script", "")
+        else:
+            ctx.out.add("ask", "workspace.script",
+                        f"{what} runs a workspace script; the workspace is not trusted")
+
+    def _value_options(self, base: str) -> frozenset[str]:
+        vopts = self._vopts.get(base)
+        if vopts is None:
+            vopts = self.grammar.get(base, frozenset())
+            spec = spec_for(base)
+            if spec is not None:
+                vopts = vopts | spec.value_options
+            if len(self._vopts) < 4096:
+                self._vopts[base] = vopts
+        return vopts
+
+    def _rules(self, base: str, args: list[str], sc: Scan, vopts: frozenset[str],
+               ctx: _Ctx) -> tuple[bool, bool]:
+        """Apply every matching rule; return (some allow matched, that allow is trusted-only)."""
+        candidates = list(self._by_name.get(base, ()))
+        if self._glob_rules:
+            seen = {id(cr) for cr in candidates}
+            candidates += [cr for cr in self._glob_rules if id(cr) not in seen and any(
+                fnmatch.fnmatchcase(base, g) for g in cr.globs)]
+        if ctx.only_rule is not None:
+            candidates = [cr for cr in candidates if cr is ctx.only_rule]
+        allowed = False
+        trusted_only = True
+        if not candidates and not self.glob_rules:
+            return False, False
+        cctx = CheckContext(ctx.cwd, ctx.roots)
+        for cr in candidates:
+            if not _rule_matches(cr, base, args, sc, cctx, vopts):
+                continue
+            rule = cr.rule
+            if rule.verdict == "allow":
+                ctx.out.add("allow", rule.id, "")
+                allowed = True
+                trusted_only = trusted_only and rule.trust == "trusted"
+            else:
+                ctx.out.add(rule.verdict, rule.id, rule.reason or f"rule {rule.id}")
+        if ctx.only_rule is None and self.glob_rules:
+            text = " ".join("?" if a == DYN else a for a in [base, *args]).lower()
+            for regex, grule in self.glob_rules:
+                if regex.match(text):
+                    label = f"permissions.bash:{grule.pattern}"
+                    if grule.action == "allow":
+                        allowed = True
+                        trusted_only = False
+                        ctx.out.add("allow", label, "")
+                    else:
+                        ctx.out.add(grule.action, label,
+                                    f"{base} matches {grule.action} pattern {grule.pattern!r}")
+        return allowed, (trusted_only and allowed)
+
+
+def _compile_rule(rule: Rule) -> CompiledRule:
+    names = frozenset(c for c in rule.commands if not _GLOB.search(c))
+    globs = tuple(c for c in rule.commands if _GLOB.search(c))
+    subs = tuple(tuple(s.split()) for s in rule.subcommands)
+    return CompiledRule(rule, names, globs, subs, _alternation(rule.args),
+                        _alternation(rule.any_arg, lower=True), _alternation(rule.argv))
+
+
+def _has_option(spec: str, args: list[str], sc: Scan) -> bool:
+    if spec.startswith("--") or len(spec) == 2:
+        return any(option_matches(spec, name) for name, _ in sc.options)
+    stop = args.index("--") if "--" in args else len(args)
+    return any(fnmatch.fnmatchcase(a.partition("=")[0], spec) for a in args[:stop])
+
+
+def _global_prefix(args: list[str], vopts: frozenset[str]) -> list[str]:
+    """The arguments before the first positional (a command's global options)."""
+    k = 0
+    while k < len(args):
+        arg = args[k]
+        if arg == "--" or not arg.startswith("-") or arg == "-" or arg == DYN:
+            break
+        if "=" not in arg and (arg in vopts or (len(arg) == 2 and arg in vopts)):
+            k += 2
+        else:
+            k += 1
+    return args[:k]
+
+
+def _rule_matches(cr: CompiledRule, base: str, args: list[str], sc: Scan,
+                  cctx: CheckContext, vopts: frozenset[str]) -> bool:
+    rule = cr.rule
+    pos: tuple[str, ...] = sc.positionals
+    rest = pos
+    if cr.subcommands:
+        for sub in cr.subcommands:
+            if pos[: len(sub)] == sub:
+                rest = pos[len(sub) :]
+                break
+        else:
+            return False
+    if rule.no_args and (rest or (sc.options and not cr.subcommands)):
+        return False
+    if rule.unless_options and any(_has_option(o, args, sc) for o in rule.unless_options):
+        return False
+    if rule.options:
+        if rule.global_only:
+            glob_args = _global_prefix(args, vopts)
+            gsc = scan(glob_args, vopts)
+            if not any(_has_option(o, glob_args, gsc) for o in rule.options):
+                return False
+        elif not any(_has_option(o, args, sc) for o in rule.options):
+            return False
+    if cr.args_re is not None and not any(cr.args_re.match(a) for a in rest):
+        return False
+    if cr.any_arg_re is not None and not any(cr.any_arg_re.match(a.lower()) for a in args):
+        return False
+    if cr.argv_re is not None and not cr.argv_re.match(" ".join(args)):
+        return False
+    return not (rule.check and not CHECKS[rule.check](base, args, cctx))
+
+
+def _recursive(functions: dict[str, set[str]]) -> bool:
+    for start in functions:
+        stack, seen = [start], set()
+        while stack:
+            cur = stack.pop()
+            for callee in functions.get(cur, ()):
+                if callee == start:
+                    return True
+                if callee in functions and callee not in seen:
+                    seen.add(callee)
+                    stack.append(callee)
+    return False
+
+
+def compile_policy(policy: Policy, *, check_examples: bool = True) -> CompiledPolicy:
+    """Compile and validate; every rule's `match`/`not_match` examples must hold."""
+    compiled = CompiledPolicy(policy)
+    if check_examples:
+        errors = example_errors(compiled)
+        if errors:
+            raise PolicyError("; ".join(errors[:10]))
+    return compiled
+
+
+_EXAMPLES_OK: dict[tuple[str, str], bool] = {}
+"""(rule JSON, command grammar JSON) whose examples held: a rule's examples depend on nothing
+else, so a reload only re-checks rules that changed."""
+
+
+def example_errors(compiled: CompiledPolicy) -> list[str]:
+    import json
+    import tempfile
+
+    errors: list[str] = []
+    ws = os.path.join(tempfile.gettempdir(), "acpd-policy-examples")
+    grammar = json.dumps({k: sorted(v) for k, v in compiled.grammar.items()}, sort_keys=True)
+    for cr in compiled.rules:
+        if not cr.rule.match and not cr.rule.not_match:
+            continue
+        key = (cr.rule.model_dump_json(), grammar)
+        if key in _EXAMPLES_OK:
+            continue
+        before = len(errors)
+        src = cr.rule.source or "policy"
+        for example in cr.rule.match:
+            if not compiled.rule_matches(cr, example, ws, (ws,)):
+                errors.append(f"{src}: rule {cr.rule.id} does not match its example {example!r}")
+        for example in cr.rule.not_match:
+            if compiled.rule_matches(cr, example, ws, (ws,)):
+                errors.append(f"{src}: rule {cr.rule.id} matches its counter-example {example!r}")
+        if len(errors) == before:
+            if len(_EXAMPLES_OK) > 10_000:
+                _EXAMPLES_OK.clear()
+            _EXAMPLES_OK[key] = True
+    return errors

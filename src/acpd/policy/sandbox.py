@@ -1,0 +1,216 @@
+"""Path checks for the shell: reads and writes judged against the workspace roots and the
+deny lists. Lexical and resolved (realpath) forms must both pass; glob words (`cat .en?`) are
+checked against what the deny patterns could name, without touching the file system."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from acpd.policy.decision import Verdict
+from acpd.policy.words import DYN
+
+REDIRECT_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin",
+                              "/dev/tty", "/dev/zero", "/dev/random", "/dev/urandom"})
+_GLOB = re.compile(r"[*?\[]")
+
+
+def glob_regex(pattern: str) -> str:
+    """`**` crosses directories, `*` and `?` do not, `[...]` is a class."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif ch == "*":
+            out.append("[^/]*")
+            i += 1
+        elif ch == "?":
+            out.append("[^/]")
+            i += 1
+        elif ch == "[":
+            end = pattern.find("]", i + 2)
+            if end < 0:
+                out.append(re.escape(ch))
+                i += 1
+            else:
+                body = pattern[i + 1 : end].replace("\\", "\\\\")
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = end + 1
+        else:
+            out.append(re.escape(ch))
+            i += 1
+    return "".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class PathPattern:
+    text: str
+    anchor: str
+    """abs: matched against the absolute path; any: anywhere (`**/` prefix); rel: per root."""
+    regex: re.Pattern[str]
+    parts: tuple[str, ...]
+    """Components, for deciding whether a glob word could name something the pattern denies."""
+
+
+@lru_cache(maxsize=256)
+def compile_patterns(patterns: tuple[str, ...], home: str) -> tuple[PathPattern, ...]:
+    out: list[PathPattern] = []
+    for pat in patterns:
+        text = pat
+        if text.startswith("~/") or text == "~":
+            text = home + text[1:]
+        if text.startswith("/"):
+            anchor, body = "abs", text
+        elif text.startswith("**/"):
+            anchor, body = "any", text[3:]
+        else:
+            anchor, body = "rel", text
+        body_re = glob_regex(body)
+        regex = re.compile(
+            ("^" if anchor != "any" else "(?:^|.*/)") + body_re + "$", re.IGNORECASE | re.DOTALL
+        )
+        parts = tuple(p for p in body.split("/") if p and p != "**")
+        out.append(PathPattern(pat, anchor, regex, parts))
+    return tuple(out)
+
+
+def inside(path: str, roots: tuple[str, ...]) -> str | None:
+    """The root that contains `path` (both already absolute and normalized), or None."""
+    for root in roots:
+        if path == root or path.startswith(root.rstrip("/") + "/"):
+            return root
+    return None
+
+
+def matches(path: str, patterns: tuple[PathPattern, ...], roots: tuple[str, ...]) -> str | None:
+    root = inside(path, roots)
+    for pat in patterns:
+        if pat.anchor == "rel":
+            if root is None:
+                continue
+            rel = path[len(root.rstrip("/")) + 1 :] if path != root else "."
+            if pat.regex.match(rel):
+                return pat.text
+        elif pat.regex.match(path):
+            return pat.text
+    return None
+
+
+def _bash_fnmatch(name: str, glob: str) -> bool:
+    """fnmatch, except a leading `*`/`?`/`[` does not match a leading dot (bash without
+    dotglob)."""
+    if name.startswith(".") and not glob.startswith("."):
+        return False
+    return fnmatch.fnmatchcase(name.lower(), glob.lower())
+
+
+def _sample(glob: str) -> str:
+    return re.sub(r"\[[^\]]*\]", "x", glob).replace("*", "").replace("?", "x")
+
+
+def _components_meet(arg: str, pat: str) -> bool:
+    arg_glob, pat_glob = bool(_GLOB.search(arg)), bool(_GLOB.search(pat))
+    if not arg_glob:
+        return fnmatch.fnmatchcase(arg.lower(), pat.lower()) if pat_glob else (
+            arg.lower() == pat.lower())
+    if not pat_glob:
+        return _bash_fnmatch(pat, arg)
+    return _bash_fnmatch(_sample(pat), arg) or fnmatch.fnmatchcase(
+        _sample(arg).lower(), pat.lower())
+
+
+def glob_may_match(path: str, patterns: tuple[PathPattern, ...],
+                   roots: tuple[str, ...]) -> str | None:
+    """Could the glob word `path` (absolute, normalized) expand to a denied path?"""
+    comps = [c for c in path.split("/") if c]
+    root = inside(path, roots)
+    for pat in patterns:
+        m = len(pat.parts)
+        if m == 0:
+            continue
+        if pat.anchor == "any":
+            starts = range(len(comps) - m + 1)
+            target = comps
+        elif pat.anchor == "abs":
+            starts = range(1)
+            target = comps
+        else:
+            if root is None:
+                continue
+            target = [c for c in path[len(root.rstrip("/")) + 1 :].split("/") if c]
+            starts = range(1)
+        for s in starts:
+            window = target[s : s + m]
+            if len(window) < m:
+                continue
+            if all(_components_meet(a, p) for a, p in zip(window, pat.parts, strict=True)):
+                return pat.text
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _realpath(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def cached_realpath(path: str) -> str:
+    return _realpath(path)
+
+
+def clear_cache() -> None:
+    _realpath.cache_clear()
+
+
+@dataclass(frozen=True, slots=True)
+class PathRules:
+    roots: tuple[str, ...]
+    deny_read: tuple[PathPattern, ...]
+    deny_write: tuple[PathPattern, ...]
+    read_roots: tuple[PathPattern, ...]
+    write_roots: tuple[PathPattern, ...]
+    outside_read: Verdict
+    outside_write: Verdict
+
+
+def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: bool = False,
+               cached: bool = False) -> tuple[Verdict, str, str] | None:
+    """None when fine; else (verdict, rule id, reason)."""
+    if DYN in raw:
+        return ("ask", "path.dynamic", f"{mode} path {raw.replace(DYN, '$?')!r} is not known "
+                "before running")
+    if not raw or raw == "-":
+        return None
+    if redirect and (raw in REDIRECT_DEVICES or re.fullmatch(r"/dev/fd/\d+", raw)):
+        return None
+    lexical = os.path.normpath(raw if raw.startswith("/") else os.path.join(cwd, raw))
+    if lexical.startswith("//"):
+        lexical = "/" + lexical.lstrip("/")
+    real = _realpath(lexical) if cached else os.path.realpath(lexical)
+    deny = rules.deny_read if mode == "read" else rules.deny_write
+    for form in (lexical, real):
+        hit = matches(form, deny, rules.roots)
+        if hit is None and _GLOB.search(form):
+            hit = glob_may_match(form, deny, rules.roots)
+        if hit is not None:
+            return ("deny", f"path.deny-{mode}", f"{mode} of {raw} matches deny_{mode} {hit!r}")
+    if inside(lexical, rules.roots) and inside(real, rules.roots):
+        return None
+    extra = rules.read_roots if mode == "read" else rules.write_roots
+    if matches(lexical, extra, rules.roots) and matches(real, extra, rules.roots):
+        return None
+    verdict = rules.outside_read if mode == "read" else rules.outside_write
+    if verdict == "allow":
+        return None
+    return (verdict, f"path.outside-{mode}",
+            f"{mode} of {raw} is outside the workspace ({real})")

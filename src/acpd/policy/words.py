@@ -1,0 +1,450 @@
+"""Literal words computed from source text, the way bash would, without running anything.
+
+tree-sitter gives word boundaries; the value of a word is computed here: backslashes, single
+quotes, double quotes, ANSI-C `$'..'`, locale `$".."`, concatenations, tilde, parameter
+expansions (with values known from the script itself), brace expansion and field splitting.
+Whatever cannot be known (an unset variable, an arithmetic result, a substitution) makes the
+word *dynamic*; the caller decides what that means (a dynamic command name is at least ask).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import product
+
+MAX_ALTERNATIVES = 16
+MAX_BRACE_WORDS = 64
+DYN = "\x00?"
+"""Stands for an unknown value inside a computed string."""
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]|[@*#?$!\-]")
+_GLOB_CHARS = frozenset("*?[")
+_ANSI = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
+         "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+
+
+@dataclass(frozen=True, slots=True)
+class Lit:
+    text: str
+    quoted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    name: str
+    op: str
+    arg: str
+    quoted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Dyn:
+    reason: str
+    quoted: bool
+
+
+Seg = Lit | Param | Dyn
+
+
+@dataclass(frozen=True, slots=True)
+class Expanded:
+    """The possible values of one word: each alternative is a list of fields."""
+
+    alternatives: tuple[tuple[str, ...], ...]
+    dynamic: bool
+    glob: bool
+
+
+def decode_ansi_c(body: str) -> str:
+    out: list[str] = []
+    i, n = 0, len(body)
+    while i < n:
+        ch = body[i]
+        if ch != "\\" or i + 1 >= n:
+            out.append(ch)
+            i += 1
+            continue
+        nxt = body[i + 1]
+        i += 2
+        if nxt in _ANSI:
+            out.append(_ANSI[nxt])
+        elif nxt in "xuU":
+            limit = {"x": 2, "u": 4, "U": 8}[nxt]
+            m = re.match(f"[0-9A-Fa-f]{{1,{limit}}}", body[i:])
+            if m:
+                out.append(chr(min(int(m.group(0), 16), 0x10FFFF)))
+                i += m.end()
+            else:
+                out.append("\\" + nxt)
+        elif nxt in "01234567":
+            m = re.match(r"[0-7]{0,2}", body[i:])
+            digits = nxt + (m.group(0) if m else "")
+            out.append(chr(int(digits, 8) & 0xFF))
+            i += len(digits) - 1
+        elif nxt == "c" and i < n:
+            out.append(chr(ord(body[i]) & 0x1F))
+            i += 1
+        else:
+            out.append("\\" + nxt)
+    return "".join(out)
+
+
+def _match_brace(text: str, start: int) -> int:
+    """Index of the `}` closing the `${` at start (nesting and quotes respected), or -1."""
+    depth, i, n = 0, start, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "'" and depth > 0:
+            end = text.find("'", i + 1)
+            if end < 0:
+                return -1
+            i = end + 1
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
+
+
+def _match_paren(text: str, start: int) -> int:
+    depth, i, n = 0, start, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "'":
+            end = text.find("'", i + 1)
+            i = n if end < 0 else end + 1
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return n - 1
+
+
+def _dollar(text: str, i: int, quoted: bool, segs: list[Seg]) -> int:
+    """Lex the expansion starting at text[i] == '$'; return the index after it."""
+    n = len(text)
+    nxt = text[i + 1] if i + 1 < n else ""
+    if nxt == "(":
+        end = _match_paren(text, i + 1)
+        kind = "arithmetic" if text.startswith("$((", i) else "command substitution"
+        segs.append(Dyn(kind, quoted))
+        return end + 1
+    if nxt == "[":
+        end = text.find("]", i)
+        segs.append(Dyn("arithmetic", quoted))
+        return n if end < 0 else end + 1
+    if nxt == "{":
+        end = _match_brace(text, i + 1)
+        if end < 0:
+            segs.append(Dyn("unterminated ${", quoted))
+            return n
+        segs.append(_parse_braced(text[i + 2 : end], quoted))
+        return end + 1
+    m = _NAME.match(text, i + 1)
+    if m:
+        segs.append(Param(m.group(0), "", "", quoted))
+        return m.end()
+    segs.append(Lit("$", quoted))
+    return i + 1
+
+
+_OPS = (":-", ":=", ":+", ":?", "-", "=", "+", "?", "##", "#", "%%", "%", "//", "/", "^^",
+        "^", ",,", ",", "@", ":")
+
+
+def _parse_braced(body: str, quoted: bool) -> Seg:
+    if body.startswith("!") or (body.startswith("#") and len(body) > 1):
+        return Dyn("indirect or length expansion", quoted)
+    m = _NAME.match(body)
+    if not m:
+        return Dyn("unparsed ${...}", quoted)
+    rest = body[m.end() :]
+    if rest.startswith("["):
+        return Dyn("array element", quoted)
+    if not rest:
+        return Param(m.group(0), "", "", quoted)
+    for op in _OPS:
+        if rest.startswith(op):
+            return Param(m.group(0), op, rest[len(op) :], quoted)
+    return Dyn("unparsed ${...}", quoted)
+
+
+def lex(text: str, home: str) -> list[Seg]:
+    """Split the source text of one shell word into literal and expansion segments."""
+    segs: list[Seg] = []
+    i, n = 0, len(text)
+    if text.startswith("~"):
+        m = re.match(r"~([A-Za-z0-9_.\-]*)(?=/|$)", text)
+        if m:
+            if m.group(1) == "":
+                segs.append(Lit(home, True))
+            else:
+                segs.append(Lit("/home/" + m.group(1) if m.group(1) != "root" else "/root", True))
+            i = m.end()
+    while i < n:
+        ch = text[i]
+        if ch == "\\":
+            if i + 1 < n:
+                if text[i + 1] != "\n":
+                    segs.append(Lit(text[i + 1], True))
+                i += 2
+            else:
+                segs.append(Lit("\\", True))
+                i += 1
+        elif ch == "'":
+            end = text.find("'", i + 1)
+            end = n if end < 0 else end
+            segs.append(Lit(text[i + 1 : end], True))
+            i = end + 1
+        elif ch == "$" and text.startswith("$'", i):
+            j = i + 2
+            while j < n and text[j] != "'":
+                j += 2 if text[j] == "\\" else 1
+            segs.append(Lit(decode_ansi_c(text[i + 2 : j]), True))
+            i = j + 1
+        elif ch == '"' or (ch == "$" and text.startswith('$"', i)):
+            i = _double(text, i + (2 if ch == "$" else 1), segs)
+        elif ch == "$":
+            i = _dollar(text, i, False, segs)
+        elif ch == "`":
+            end = text.find("`", i + 1)
+            segs.append(Dyn("backtick substitution", False))
+            i = n if end < 0 else end + 1
+        elif ch in "<>" and text.startswith("(", i + 1):
+            segs.append(Dyn("process substitution", False))
+            i = _match_paren(text, i + 1) + 1
+        else:
+            j = i + 1
+            while j < n and text[j] not in "\\'\"$`<>":
+                j += 1
+            segs.append(Lit(text[i:j], False))
+            i = j
+    return segs
+
+
+def _double(text: str, i: int, segs: list[Seg]) -> int:
+    n = len(text)
+    buf: list[str] = []
+    while i < n and text[i] != '"':
+        ch = text[i]
+        if ch == "\\" and i + 1 < n:
+            if text[i + 1] in '$`"\\':
+                buf.append(text[i + 1])
+            elif text[i + 1] != "\n":
+                buf.append(text[i : i + 2])
+            i += 2
+        elif ch == "$" and i + 1 < n and (text[i + 1] in "({[" or _NAME.match(text, i + 1)):
+            if buf:
+                segs.append(Lit("".join(buf), True))
+                buf = []
+            i = _dollar(text, i, True, segs)
+        elif ch == "`":
+            if buf:
+                segs.append(Lit("".join(buf), True))
+                buf = []
+            end = text.find("`", i + 1)
+            segs.append(Dyn("backtick substitution", True))
+            i = n if end < 0 else end + 1
+        else:
+            buf.append(ch)
+            i += 1
+    segs.append(Lit("".join(buf), True))
+    return i + 1
+
+
+Env = dict[str, tuple[str, ...]]
+"""Known values of variables: every literal value the script could give them."""
+
+
+def _param_values(seg: Param, env: Env, home: str) -> tuple[list[str], bool]:
+    """Possible values of a parameter expansion and whether an unknown value is possible."""
+    known = env.get(seg.name)
+    values = list(known) if known else []
+    unknown = known is None
+    if seg.op == "":
+        return values, unknown
+    if seg.op in (":-", "-", ":=", "="):
+        default, default_dynamic = expand_text(seg.arg, env, home)
+        return [*values, default], unknown or default_dynamic
+    if seg.op in (":+", "+"):
+        alt, alt_dynamic = expand_text(seg.arg, env, home)
+        return ["", alt], alt_dynamic
+    if seg.op in (":?", "?"):
+        return values, unknown
+    return [], True
+
+
+def expand_text(text: str, env: Env, home: str) -> tuple[str, bool]:
+    """A single best value of a word fragment (used for `${x:-default}`)."""
+    out: list[str] = []
+    dynamic = False
+    for seg in lex(text, home):
+        if isinstance(seg, Lit):
+            out.append(seg.text)
+        elif isinstance(seg, Param):
+            vals, unk = _param_values(seg, env, home)
+            if vals:
+                out.append(vals[0])
+            dynamic = dynamic or unk or not vals
+        else:
+            dynamic = True
+    return "".join(out), dynamic
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_./:=,+@%^-]+")
+
+
+def expand(text: str, env: Env, home: str) -> Expanded:
+    """All values the word can take (bounded), with field splitting and brace expansion."""
+    if _PLAIN.fullmatch(text):
+        return Expanded(((text,),), False, False)
+    segs = lex(text, home)
+    dynamic = False
+    glob = False
+    # Each choice list: the alternatives of one segment, as (text, quoted, splittable).
+    choices: list[list[tuple[str, bool, bool]]] = []
+    for seg in segs:
+        if isinstance(seg, Lit):
+            if not seg.quoted and any(c in _GLOB_CHARS for c in seg.text):
+                glob = True
+            choices.append([(seg.text, seg.quoted, False)])
+        elif isinstance(seg, Param):
+            if seg.op == "@":
+                dynamic = True
+                choices.append([(DYN, True, False)])
+                continue
+            vals, unknown = _param_values(seg, env, home)
+            if unknown or not vals:
+                dynamic = True
+                vals = [*vals, DYN]
+            choices.append([(v, seg.quoted, not seg.quoted) for v in dict.fromkeys(vals)])
+        else:
+            dynamic = True
+            choices.append([(DYN, seg.quoted, False)])
+    alternatives: list[tuple[str, ...]] = []
+    for combo in product(*choices):
+        if len(alternatives) >= MAX_ALTERNATIVES:
+            dynamic = True
+            break
+        alternatives.append(_fields(combo))
+    return Expanded(tuple(dict.fromkeys(alternatives)), dynamic, glob)
+
+
+def _fields(combo: tuple[tuple[str, bool, bool], ...]) -> tuple[str, ...]:
+    """Join segments into fields: unquoted expansion results split on blanks (default IFS);
+    brace expansion then turns one field into several words."""
+    fields: list[list[tuple[str, bool]]] = [[]]
+    keep_empty = False
+    for text, quoted, split in combo:
+        if quoted:
+            keep_empty = True
+        if split:
+            parts = re.split(r"[ \t\n]+", text)
+            for k, part in enumerate(parts):
+                if k > 0 and fields[-1]:
+                    fields.append([])
+                if part:
+                    fields[-1].append((part, False))
+        else:
+            fields[-1].append((text, quoted))
+    words: list[str] = []
+    for f in fields:
+        if not f and not keep_empty:
+            continue
+        words.extend(brace_expand(f))
+    return tuple(words)
+
+
+def brace_expand(pieces: list[tuple[str, bool]]) -> list[str]:
+    """Bash brace expansion over the unquoted parts of a field (bounded)."""
+    chars: list[tuple[str, bool]] = [(c, q) for text, q in pieces for c in text]
+    text = "".join(c for c, _ in chars)
+    if not any(c == "{" and not q for c, q in chars):
+        return [text]
+    out = _brace(chars, 0)
+    if len(out) > MAX_BRACE_WORDS:
+        return out[:MAX_BRACE_WORDS]
+    return out
+
+
+def _brace(chars: list[tuple[str, bool]], depth: int) -> list[str]:
+    if depth > 8:
+        return ["".join(c for c, _ in chars)]
+    n = len(chars)
+    for start in range(n):
+        if chars[start] != ("{", False):
+            continue
+        level, commas, end = 0, [], -1
+        for j in range(start, n):
+            c, q = chars[j]
+            if q:
+                continue
+            if c == "{":
+                level += 1
+            elif c == "}":
+                level -= 1
+                if level == 0:
+                    end = j
+                    break
+            elif c == "," and level == 1:
+                commas.append(j)
+        if end < 0:
+            break
+        prefix, suffix = chars[:start], chars[end + 1 :]
+        inner = "".join(c for c, _ in chars[start + 1 : end])
+        options: list[list[tuple[str, bool]]]
+        if commas:
+            bounds = [start, *commas, end]
+            options = [chars[bounds[k] + 1 : bounds[k + 1]] for k in range(len(bounds) - 1)]
+        else:
+            seq = _sequence(inner)
+            if seq is None:
+                continue
+            options = [[(c, True) for c in item] for item in seq]
+        words: list[str] = []
+        for opt in options:
+            words.extend(_brace(prefix + opt + suffix, depth + 1))
+            if len(words) > MAX_BRACE_WORDS:
+                break
+        return words
+    return ["".join(c for c, _ in chars)]
+
+
+def _sequence(inner: str) -> list[str] | None:
+    m = re.fullmatch(r"(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?", inner)
+    if m:
+        a, b = int(m.group(1)), int(m.group(2))
+        step = abs(int(m.group(3) or 1)) or 1
+        if abs(b - a) // step > MAX_BRACE_WORDS:
+            return [str(a), str(b)]
+        rng = range(a, b + 1, step) if a <= b else range(a, b - 1, -step)
+        return [str(x) for x in rng]
+    m = re.fullmatch(r"([A-Za-z])\.\.([A-Za-z])", inner)
+    if m:
+        a, b = ord(m.group(1)), ord(m.group(2))
+        rng = range(a, b + 1) if a <= b else range(a, b - 1, -1)
+        return [chr(x) for x in rng]
+    return None
+
+
+def literal(text: str, home: str) -> str | None:
+    """The single static value of a word, or None when it is dynamic or has several values."""
+    exp = expand(text, {}, home)
+    if exp.dynamic or len(exp.alternatives) != 1 or len(exp.alternatives[0]) != 1:
+        return None
+    return exp.alternatives[0][0]
