@@ -80,11 +80,74 @@ class FileConfig(Section):
             resolver=self.resolver,
         )
 
+class PermissionRule(Section):
+    pattern: str = Field(min_length=1)
+    """Glob, matched case-insensitively on the command (bash) or each path (file tools)."""
+    action: Literal["allow", "ask", "deny"]
+
+
+class PermissionTable(Section):
+    """`[tools.permissions.bash] allow = ["git status*"] deny = ["*sudo*"]`, the short form."""
+
+    allow: list[str] = Field(default_factory=list)
+    ask: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class RetryConfig(Section):
+    max_attempts: int = Field(2, ge=1, le=10)
+    """Attempts in all, the first included (2 = one retry)."""
+    base_ms: int = Field(500, ge=0, le=60_000)
+    max_ms: int = Field(5000, ge=0, le=600_000)
+    budget_secs: float = Field(30.0, ge=0, le=3600)
+
+
+class ResultCacheConfig(Section):
+    enabled: bool = True
+    ttl_secs: float = Field(300.0, ge=0)
+    """0: entries never expire (they are still dropped when files may have changed)."""
+
+
+class AnomalyConfig(Section):
+    enabled: bool = True
+    window_size: int = Field(20, ge=1, le=10_000)
+    failure_threshold: float = Field(0.7, ge=0, le=1)
+    min_calls: int = Field(10, ge=1)
+    auto_block: bool = True
+
+
+class AuditConfig(Section):
+    enabled: bool = True
+    fsync: bool = False
+    """fdatasync every line: survives a machine crash, costs a disk flush per call."""
 
 
 class ToolsConfig(Section):
+    enabled: list[str] = Field(default_factory=lambda: ["core__*"])
+    """Globs on tool ids (or names); anything not matched is denied and never shown."""
+    executor_order: list[str] = Field(default_factory=lambda: ["file", "shell", "plan"])
+    max_tool_calls_per_session: int | None = Field(None, ge=1)
+    permissions: dict[str, list[PermissionRule] | PermissionTable] = Field(default_factory=dict)
     shell: ShellConfig = Field(default_factory=ShellConfig)
     file: FileConfig = Field(default_factory=FileConfig)
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+    result_cache: ResultCacheConfig = Field(default_factory=ResultCacheConfig)
+    anomaly: AnomalyConfig = Field(default_factory=AnomalyConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
+
+    def rule_entries(self) -> dict[str, list[tuple[str, Literal["allow", "ask", "deny"]]]]:
+        """Every rule as (pattern, action), by tool, whichever form the file used."""
+        entries: dict[str, list[tuple[str, Literal["allow", "ask", "deny"]]]] = {}
+        for tool, value in self.permissions.items():
+            if isinstance(value, PermissionTable):
+                entries[tool] = [
+                    *((p, "allow") for p in value.allow),
+                    *((p, "ask") for p in value.ask),
+                    *((p, "deny") for p in value.deny),
+                ]
+            else:
+                entries[tool] = [(r.pattern, r.action) for r in value]
+        return entries
 
 
 class ProtocolConfig(Section):

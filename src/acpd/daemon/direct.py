@@ -31,17 +31,22 @@ BUILTIN = {
     "status": "Show the session, its mode and model",
     "policy": "Show what runs without asking in this mode",
     "clear": "Forget the conversation so far (the log stays)",
+    "unblock": "Lift the block the failure detector put on a tool: /unblock TOOL",
 }
 
 
 def commands(pipeline: ToolPipeline) -> list[acp.AvailableCommand]:
+    """The built-in commands, then one per enabled tool (a tool that is not enabled is never
+    offered; one the mode denies is, and says so when run)."""
     listed = [acp.AvailableCommand(name=name, description=d) for name, d in BUILTIN.items()]
     for spec in pipeline.registry:
+        if not pipeline.policy.is_enabled(spec):
+            continue
+        name = pipeline.registry.name_of(spec)
         hint = _primary_field(spec) or "JSON arguments"
         listed.append(
             acp.AvailableCommand(
-                name=spec.name,
-                description=f"Run the {spec.name} tool: {spec.description}",
+                name=name, description=f"Run the {name} tool: {spec.description}",
                 input={"hint": hint},
             )
         )
@@ -54,7 +59,7 @@ async def run_slash(
     name, _, rest = text[1:].partition(" ")
     rest = rest.strip()
     if name in BUILTIN:
-        await session.say(_builtin(name, session, pipeline, env, model))
+        await session.say(_builtin(name, rest, session, pipeline, env, model))
         return
     spec = pipeline.registry.resolve(name)
     if spec is None:
@@ -65,7 +70,7 @@ async def run_slash(
         await session.say(problem)
         return
     call_id = f"tc_{uuid.uuid4().hex[:20]}"
-    result = await pipeline.run(call_id, spec.name, arguments, env)
+    result = await pipeline.run(call_id, spec.id, arguments, env, caller="slash")
     if result.error is not None:
         await session.say(result.error.format_for_model())
 
@@ -98,23 +103,36 @@ def _primary_field(spec: ToolSpec) -> str | None:
 
 
 def _builtin(
-    name: str, session: Session, pipeline: ToolPipeline, env: CallEnv, model: str | None
+    name: str, rest: str, session: Session, pipeline: ToolPipeline, env: CallEnv,
+    model: str | None,
 ) -> str:
     if name == "tools":
-        catalog = {s.id for s in pipeline.registry.catalog(env.mode)}
+        catalog = {s.id for _, s in pipeline.catalog(env.mode, env.state)}
         lines = [
-            f"- {s.name} ({s.id}, {s.effect.value})"
-            + ("" if s.id in catalog else " — hidden in this mode")
+            f"- {pipeline.registry.name_of(s)} ({s.id}, {s.effect.value})"
+            + ("" if s.id in catalog else f" — {_hidden_why(pipeline, s, env)}")
             for s in pipeline.registry
         ]
         return "Tools:\n" + "\n".join(lines)
+    if name == "unblock":
+        spec = pipeline.registry.resolve(rest.strip())
+        if spec is None:
+            return "Usage: /unblock TOOL (see /tools)"
+        if env.state.anomaly.unblock(spec.id):
+            return f"Unblocked {rest.strip()}: the model may call it again."
+        return f"{rest.strip()} was not blocked."
     if name == "status":
         return (
             f"Session {session.id}\nworkspace: {session.cwd}\nmode: {session.mode}\n"
             f"model: {model or 'none (direct mode)'}\nmessages: {len(session.history)}"
         )
     if name == "policy":
-        remembered = ", ".join(sorted(shlex.quote(k) for k in session.remembered)) or "none"
+        remembered = ", ".join(
+            sorted(f"{shlex.quote(k)}={'allow' if v else 'reject'}"
+                   for k, v in session.approvals.answers.items())
+        ) or "none"
+        quota = env.state.quota
+        limit = "unlimited" if quota.limit is None else f"{quota.used}/{quota.limit} used"
         return (
             f"Mode {env.mode}: read-only tools always run; "
             + {
@@ -123,7 +141,18 @@ def _builtin(
                 "auto": "tools that change state or run commands run without asking.",
             }.get(env.mode, "")
             + f"\nRemembered answers: {remembered}\nWorkspace roots: {', '.join(session.roots)}"
+            + f"\nTool calls: {limit}\nPolicy hash: {pipeline.policy.policy_hash(env.mode)}"
         )
     session.history.clear()
     session.store.clear_messages(session.id)
+    env.state.clear()
     return "Cleared the conversation; the model starts afresh on your next prompt."
+
+
+def _hidden_why(pipeline: ToolPipeline, spec: ToolSpec, env: CallEnv) -> str:
+    if not pipeline.policy.is_enabled(spec):
+        return "not enabled"
+    blocked = env.state.anomaly.is_blocked(spec.id)
+    if blocked is not None:
+        return f"blocked ({blocked}); /unblock {pipeline.registry.name_of(spec)}"
+    return "hidden in this mode" if pipeline.policy.visible(spec, "auto") else "denied by a rule"

@@ -11,8 +11,10 @@ import anyio
 from acpd.daemon import updates
 from acpd.daemon.errors import PeerError
 from acpd.protocol.session_state import SessionEvent, SessionState, SessionStateMachine
+from acpd.tools.approvals import Approvals
 from acpd.tools.permissions import PermissionAnswer
 from acpd.tools.spec import ToolCallView
+from acpd.tools.state import SessionTools
 
 if TYPE_CHECKING:
     from acpd.daemon.rpc import Connection
@@ -45,7 +47,10 @@ class Session:
     store: SessionStore
     history: list[Message] = field(default_factory=list)
     title: str | None = None
-    remembered: dict[str, bool] = field(default_factory=dict)
+    approvals: Approvals = field(default_factory=lambda: Approvals(""))
+    """The workspace's remembered "always" answers (the agent loads the persisted ones)."""
+    tools: SessionTools = field(default_factory=SessionTools)
+    """Quota, result cache and anomaly windows of this session."""
     provider: Provider | None = None
     machine: SessionStateMachine = field(default_factory=SessionStateMachine)
     turn_scope: anyio.CancelScope | None = None

@@ -84,3 +84,80 @@ def classify_exit(exit_code: int | None, stderr: str) -> ErrorCategory | None:
     ):
         return ErrorCategory.PERMANENT_FAILURE
     return None
+
+
+TRANSIENT = frozenset(
+    {
+        ErrorCategory.RATE_LIMITED,
+        ErrorCategory.SERVER_ERROR,
+        ErrorCategory.NETWORK_ERROR,
+        ErrorCategory.TIMEOUT,
+    }
+)
+"""The categories retried automatically (with backoff). The parameter errors are retryable by
+the model (it reformats), never by the runner: the same arguments would fail the same way."""
+
+
+def classify_http_status(status: int) -> ErrorCategory | None:
+    """The seeds' HTTP status classification; None for a success (1xx-3xx).
+
+    For fetch and MCP over HTTP: 429 RateLimited, 408 Timeout, 5xx ServerError, 400/422
+    InvalidParameters, 401/403 PolicyBlocked, any other 4xx PermanentFailure.
+    """
+    if status < 400:
+        return None
+    if status == 429:
+        return ErrorCategory.RATE_LIMITED
+    if status == 408:
+        return ErrorCategory.TIMEOUT
+    if status >= 500:
+        return ErrorCategory.SERVER_ERROR
+    if status in (400, 422):
+        return ErrorCategory.INVALID_PARAMETERS
+    if status in (401, 403):
+        return ErrorCategory.POLICY_BLOCKED
+    return ErrorCategory.PERMANENT_FAILURE
+
+
+# Exception class names of the HTTP clients we may use (httpx, aiohttp, anyio), matched by
+# name so this module imports none of them.
+_TIMEOUT_NAMES = ("Timeout", "TimedOut")
+_NETWORK_NAMES = (
+    "ConnectError", "ConnectionError", "NetworkError", "RemoteProtocolError", "ReadError",
+    "WriteError", "ClientConnectorError", "ServerDisconnectedError", "BrokenResourceError",
+    "EndOfStream",
+)
+
+
+def classify_exception(exc: BaseException) -> ErrorCategory:
+    """Classify a transport failure: timeouts -> Timeout, connection failures -> NetworkError,
+    anything else -> PermanentFailure. Looks at the class and its bases by name."""
+    if isinstance(exc, TimeoutError):
+        return ErrorCategory.TIMEOUT
+    names = [cls.__name__ for cls in type(exc).__mro__]
+    if any(part in name for name in names for part in _TIMEOUT_NAMES):
+        return ErrorCategory.TIMEOUT
+    if isinstance(exc, ConnectionError) or any(n in _NETWORK_NAMES for n in names):
+        return ErrorCategory.NETWORK_ERROR
+    if isinstance(exc, OSError) and exc.errno in _NETWORK_ERRNOS:
+        return ErrorCategory.NETWORK_ERROR
+    return ErrorCategory.PERMANENT_FAILURE
+
+
+def http_error(status: int, message: str) -> ToolError:
+    """A ToolError for a failed HTTP response; raises ValueError for a success status."""
+    category = classify_http_status(status)
+    if category is None:
+        raise ValueError(f"HTTP {status} is not an error")
+    return ToolError(category, f"HTTP {status}: {message}"[:500])
+
+
+def _network_errnos() -> frozenset[int]:
+    import errno
+
+    names = ("ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "EHOSTUNREACH", "ENETUNREACH",
+             "ENETDOWN", "EPIPE", "ETIMEDOUT")
+    return frozenset(getattr(errno, n) for n in names if hasattr(errno, n))
+
+
+_NETWORK_ERRNOS = _network_errnos()

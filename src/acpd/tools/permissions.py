@@ -1,45 +1,116 @@
-"""Who may run what without asking: session modes and remembered approvals.
+"""Who may run what: enabled tools, the session mode, permission rules, remembered answers.
 
-Modes: `read-only` denies anything that changes state or reaches outside; `ask` (default)
-asks for those; `auto` allows them. Read-only tools are always allowed. The shell policy
-engine adds its rules on top of this (strictest wins); this module is the mode layer.
+Layers, strictest wins, and nothing can lift a deny:
+  - not enabled (`[tools] enabled`, globs on ids; default `core__*`): denied and never shown;
+  - mode `read-only` denies anything that changes state or reaches outside;
+  - a rule that denies denies (even for read-only tools: `deny` on `*.secret` for `read`);
+  - an "always reject" answer denies;
+  - a rule that asks asks, in any mode, unless the user answered "always allow" before;
+  - an "always allow" answer allows;
+  - a rule that allows allows (in `ask` mode that is how a command skips the prompt);
+  - otherwise read-only tools run, and the rest ask (`ask` mode) or run (`auto` mode).
+The shell policy engine (acpd.policy) will add its verdict on top, strictest again.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
+from acpd.tools.rules import RuleSet, Verdict
 from acpd.tools.spec import Effect, ToolSpec
 
-Verdict = Literal["allow", "ask", "deny"]
 MODES = ("read-only", "ask", "auto")
 DEFAULT_MODE = "ask"
+DEFAULT_ENABLED = ("core__*",)
 PermissionAnswer = Literal[
-    "allow_once", "allow_always", "reject_once", "reject_always", "cancelled"
+    "allow_once", "allow_always", "reject_once", "reject_always", "cancelled", "unavailable"
 ]
+""""unavailable": nobody can be asked (the CLI without a terminal): ConfirmationRequired."""
+ApprovedBy = Literal["auto", "user", "rule", "mode"]
+
+
+class Remembered(Protocol):
+    """What `decide` needs of the remembered answers (approvals.Approvals, or a dict)."""
+
+    def get(self, key: str, /) -> bool | None: ...
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
     verdict: Verdict
     reason: str
-    approved_by: Literal["auto", "user", "rule", "mode"] = "auto"
+    approved_by: ApprovedBy = "auto"
 
 
-def decide(spec: ToolSpec, mode: str, remembered: dict[str, bool], key: str) -> Decision:
-    if spec.effect is Effect.READ_ONLY:
-        return Decision("allow", "read-only tool", "auto")
-    if mode == "read-only":
-        return Decision("deny", f"{spec.name} changes state and the session is read-only", "mode")
-    if key in remembered:
-        if remembered[key]:
+class ToolPolicy:
+    def __init__(
+        self, enabled: Sequence[str] = DEFAULT_ENABLED, rules: RuleSet | None = None
+    ) -> None:
+        self.enabled = tuple(enabled)
+        self.rules = rules or RuleSet()
+        self._hashes: dict[str, str] = {}
+
+    def is_enabled(self, spec: ToolSpec) -> bool:
+        return any(
+            fnmatch.fnmatchcase(spec.id, p) or fnmatch.fnmatchcase(spec.name, p)
+            for p in self.enabled
+        )
+
+    def visible(self, spec: ToolSpec, mode: str) -> bool:
+        """Whether the model is shown the tool at all: a tool denied whatever its input is
+        hidden (not enabled, a read-only session for a tool that changes state, `deny *`)."""
+        if not self.is_enabled(spec):
+            return False
+        if mode == "read-only" and spec.effect is not Effect.READ_ONLY:
+            return False
+        return not self.rules.denies_all(spec)
+
+    def decide(
+        self, spec: ToolSpec, mode: str, args: dict[str, Any], cwd: str,
+        remembered: Remembered, key: str,
+    ) -> Decision:
+        """The verdict for one validated call; `remembered.get(key)` -> bool | None."""
+        if not self.is_enabled(spec):
+            return Decision("deny", f"{spec.name} is not enabled ([tools] enabled)", "rule")
+        changes = spec.effect is not Effect.READ_ONLY
+        if mode == "read-only" and changes:
+            return Decision(
+                "deny", f"{spec.name} changes state and the session is read-only", "mode"
+            )
+        match = self.rules.match(spec, args, cwd)
+        if match is not None and match.verdict == "deny":
+            return Decision("deny", f"denied by the rule {match.rule.pattern!r}", "rule")
+        answer = remembered.get(key)
+        if answer is False:
+            return Decision("deny", "rejected earlier with 'always reject'", "user")
+        if answer is True:
             return Decision("allow", "approved earlier with 'always allow'", "user")
-        return Decision("deny", "rejected earlier with 'always reject'", "user")
-    if mode == "auto":
-        return Decision("allow", "auto mode", "mode")
-    return Decision("ask", f"{spec.name} needs approval in ask mode", "user")
+        if match is not None and match.verdict == "ask":
+            return Decision("ask", f"the rule {match.rule.pattern!r} asks first", "user")
+        if match is not None:
+            return Decision("allow", f"allowed by the rule {match.rule.pattern!r}", "rule")
+        if not changes:
+            return Decision("allow", "read-only tool", "auto")
+        if mode == "auto":
+            return Decision("allow", "auto mode", "mode")
+        return Decision("ask", f"{spec.name} needs approval in ask mode", "user")
+
+    def policy_hash(self, mode: str) -> str:
+        """A digest of everything that decides (enabled tools, rules, mode): an audit line
+        says which policy let a call through."""
+        found = self._hashes.get(mode)
+        if found is None:
+            canonical = json.dumps(
+                {"enabled": self.enabled, "rules": self.rules.describe(), "mode": mode},
+                sort_keys=True, separators=(",", ":"),
+            )
+            found = self._hashes[mode] = hashlib.sha256(canonical.encode()).hexdigest()[:16]
+        return found
 
 
 def approval_key(spec: ToolSpec, args: dict[str, Any]) -> str:

@@ -1,41 +1,46 @@
-"""The one path every tool call takes, whoever asked for it (the model, a slash command).
+"""The runner: the one path every tool call takes, whoever asked (model, slash command, CLI).
 
-resolve -> strip TAFC fields -> validate -> `tool_call` (pending) -> decide (mode, remembered
-approvals) -> ask the editor when needed -> `in_progress` -> execute (timed, cancellable) ->
-final `tool_call_update` -> release editor resources -> result for the model.
+resolve -> strip TAFC fields -> enabled? blocked by the anomaly detector? -> quota ->
+validate arguments -> policy decision -> `tool_call` (pending) -> ask the editor when the
+decision is ask -> `in_progress` -> execute (cache, timeout, cancellation, retry of transient
+failures) -> output validation -> secret scan -> redaction -> audit -> final
+`tool_call_update` -> release editor resources -> result for the model.
+
+The decision comes before the card so a refusal can say why, but every call the model made
+still gets its card: a refused one is shown as `tool_call` then a failed update with the
+reason, so the editor shows the same sequence either way.
 
 Nothing a model sends can raise out of `run()`: every failure becomes a `[tool_error]` result
-with one of the eleven categories. Only cancellation propagates, after the card is closed.
+with one of the eleven categories. Only cancellation propagates, after the card is closed and
+the audit line written.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio
 import anyio.lowlevel
 
-from acpd.tools.capabilities import Cleanup, CommandRunner, FileSystem
+from acpd.tools.audit import AuditLog
+from acpd.tools.calls import Call, CallResult, audit_record, failed_result, record_of
+from acpd.tools.capabilities import CommandRunner, FileSystem
 from acpd.tools.errors import ErrorCategory, ToolError
-from acpd.tools.permissions import PermissionAnswer, approval_key, decide
+from acpd.tools.execution import close_card, execute
+from acpd.tools.permissions import PermissionAnswer, ToolPolicy, approval_key
+from acpd.tools.quota import QUOTA_BLOCKED
 from acpd.tools.registry import ToolRegistry
-from acpd.tools.spec import (
-    CallStatus,
-    ContentItem,
-    TextItem,
-    ToolCallView,
-    ToolContext,
-    ToolSpec,
-)
+from acpd.tools.retry import RetryPolicy
+from acpd.tools.spec import ToolCallView, ToolInvocationRecord, ToolSpec
+from acpd.tools.state import SessionTools
 
 log = logging.getLogger("acpd.tools")
 
 TAFC_PREFIX = "_tafc_think"
-DEFAULT_TOOL_TIMEOUT = 300.0
+__all__ = ["CallEnv", "CallObserver", "CallResult", "MemoryApprovals", "ToolPipeline", "validate"]
 
 
 class CallObserver(Protocol):
@@ -44,13 +49,27 @@ class CallObserver(Protocol):
         ...
 
     async def ask(self, view: ToolCallView) -> PermissionAnswer:
-        """Ask the user. A "cancelled" answer also cancels the caller's turn, if it has one."""
+        """Ask the user. A "cancelled" answer also cancels the caller's turn, if it has one;
+        "unavailable" means nobody can be asked."""
         ...
+
+
+class ApprovalSink(Protocol):
+    def get(self, key: str, /) -> bool | None: ...
+
+    def set(self, key: str, allowed: bool) -> None: ...
+
+
+class MemoryApprovals(dict[str, bool]):
+    """Remembered answers that live as long as the object (tests, one-shot CLI runs)."""
+
+    def set(self, key: str, allowed: bool) -> None:
+        self[key] = allowed
 
 
 @dataclass(slots=True)
 class CallEnv:
-    """What one session lends the pipeline."""
+    """What one session lends the runner."""
 
     cwd: str
     roots: tuple[str, ...]
@@ -58,161 +77,198 @@ class CallEnv:
     fs: FileSystem
     runner: CommandRunner
     observer: CallObserver
-    remembered: dict[str, bool] = field(default_factory=dict)
+    approvals: ApprovalSink = field(default_factory=MemoryApprovals)
+    state: SessionTools = field(default_factory=SessionTools)
+    session_id: str = ""
     shell_timeout: float = 120.0
     output_byte_limit: int = 1 << 20
 
 
-@dataclass(slots=True)
-class CallResult:
-    tool_call_id: str
-    name: str
-    text: str
-    """What the model reads: the output, or a `[tool_error]` block."""
-    error: ToolError | None
-    started_at: float
-    ended_at: float
-    skipped: bool = False
-
-
 class ToolPipeline:
-    def __init__(self, registry: ToolRegistry) -> None:
+    def __init__(
+        self, registry: ToolRegistry, policy: ToolPolicy | None = None,
+        audit: AuditLog | None = None, retry: RetryPolicy | None = None,
+    ) -> None:
         self.registry = registry
+        self.policy = policy or ToolPolicy()
+        self.audit = audit
+        self.retry = retry or RetryPolicy()
+
+    def catalog(self, mode: str, state: SessionTools | None = None) -> list[tuple[str, ToolSpec]]:
+        """(name, spec) of each tool the model may be shown now, in executor order: never a
+        tool that would be denied whatever its input (not enabled, the mode, `deny *`, the
+        anomaly detector)."""
+        return [
+            (self.registry.name_of(spec), spec)
+            for spec in self.registry
+            if self.policy.visible(spec, mode)
+            and (state is None or state.anomaly.is_blocked(spec.id) is None)
+        ]
 
     async def run(
         self, tool_call_id: str, name: str, arguments: dict[str, Any] | None, env: CallEnv,
-        *, invalid_json: str | None = None,
+        *, invalid_json: str | None = None, caller: str = "model",
     ) -> CallResult:
-        started = time.time()
+        call = Call(tool_call_id, name[:80], caller, env.mode, time.time())
         spec = self.registry.resolve(name)
         if spec is None:
             err = ToolError(ErrorCategory.TOOL_NOT_FOUND, f"no tool named {name[:80]!r}")
-            return await self._refuse(tool_call_id, name, arguments, err, env, started)
+            return await self._refuse(call, None, err, env, "not_found")
+        call.name = self.registry.name_of(spec)
+        # TAFC reasoning fields go first, before anything (audit included) can see them.
+        args = {k: v for k, v in (arguments or {}).items() if not k.startswith(TAFC_PREFIX)}
+        call.args = args
         if invalid_json is not None:
             err = ToolError(
                 ErrorCategory.INVALID_PARAMETERS,
                 f"the arguments are not valid JSON ({invalid_json[:200]})",
             )
-            return await self._refuse(tool_call_id, spec.name, arguments, err, env, started)
-        args = {k: v for k, v in (arguments or {}).items() if not k.startswith(TAFC_PREFIX)}
+            return await self._refuse(call, spec, err, env, "invalid", anomaly=True)
         if arguments and not args:
-            # The model only reasoned (TAFC fields alone): nothing to run, nothing to show.
-            return CallResult(tool_call_id, spec.name, "", None, started, time.time(), True)
+            # The model only reasoned: nothing to run, nothing to show.
+            call.decision = "skipped"
+            result = CallResult(call.id, call.name, "", None, call.started, time.time(), True)
+            result.record = self.audit_call(call, spec, env, None, None)
+            return result
+        refusal = self._gate(call, spec, env)
+        if refusal is not None:
+            return await self._refuse(call, spec, refusal, env, call.decision)
         try:
             parsed = validate(spec, args)
         except ToolError as err:
-            return await self._refuse(tool_call_id, spec.name, args, err, env, started)
-        return await self._execute(tool_call_id, spec, args, parsed, env, started)
+            return await self._refuse(call, spec, err, env, "invalid", anomaly=True)
+        return await self._decide_and_run(call, spec, args, parsed, env)
 
-    async def _execute(
-        self, call_id: str, spec: ToolSpec, args: dict[str, Any], parsed: Any, env: CallEnv,
-        started: float,
+    def _gate(self, call: Call, spec: ToolSpec, env: CallEnv) -> ToolError | None:
+        """Enabled, not blocked, within quota; the error refusing the call otherwise."""
+        if not self.policy.is_enabled(spec):
+            call.decision, call.decided_by = "deny", "rule"
+            return ToolError(
+                ErrorCategory.POLICY_BLOCKED,
+                f"{call.name} is not enabled; add it to [tools] enabled in the config",
+            )
+        blocked = env.state.anomaly.is_blocked(spec.id)
+        if blocked is not None:
+            call.decision = "anomaly_blocked"
+            return ToolError(
+                ErrorCategory.POLICY_BLOCKED,
+                f"{call.name} is blocked for this session: {blocked}",
+                suggestion=f"Do not call it again; the user can lift the block with "
+                f"/unblock {call.name}.",
+            )
+        if not env.state.quota.take():
+            call.decision = QUOTA_BLOCKED
+            return ToolError(
+                ErrorCategory.POLICY_BLOCKED,
+                f"{QUOTA_BLOCKED}: this session used its {env.state.quota.limit} tool calls "
+                "(max_tool_calls_per_session)",
+                suggestion="Stop calling tools and answer with what you have.",
+            )
+        return None
+
+    async def _decide_and_run(
+        self, call: Call, spec: ToolSpec, args: dict[str, Any], parsed: Any, env: CallEnv
     ) -> CallResult:
+        key = approval_key(spec, args)
+        decision = self.policy.decide(spec, env.mode, args, env.cwd, env.approvals, key)
+        call.decision, call.decided_by = decision.verdict, decision.approved_by
         view = ToolCallView(
-            call_id, _title(spec, parsed), spec.kind, "pending",
+            call.id, _title(spec, parsed), spec.kind, "pending",
             locations=_locations(spec, parsed, env.cwd), raw_input=args,
         )
         await env.observer.publish(view, first=True)
-        key = approval_key(spec, args)
-        decision = decide(spec, env.mode, env.remembered, key)
-        if decision.verdict == "ask":
-            try:
-                answer = await env.observer.ask(view)
-            except anyio.get_cancelled_exc_class():
-                # The turn was cancelled while the user decided: close the card, or the
-                # editor keeps showing a pending call for ever.
-                with anyio.CancelScope(shield=True):
-                    await _close(view, env, "failed", "Cancelled before it ran.")
-                raise
-            if answer == "cancelled":
-                with anyio.CancelScope(shield=True):
-                    await _close(view, env, "failed", "Cancelled before it ran.")
-                # The observer has cancelled the turn, and this checkpoint delivers it. A
-                # bare CancelledError raised outside a cancelled scope would instead end the
-                # caller's task group (the whole daemon); a caller with no turn to cancel
-                # gets a Cancelled result.
-                await anyio.lowlevel.checkpoint()
-                err = ToolError(ErrorCategory.CANCELLED, "the permission request was cancelled")
-                return _failed(call_id, spec.name, err, started)
-            if answer.endswith("_always"):
-                env.remembered[key] = answer == "allow_always"
-            if answer.startswith("reject"):
-                err = ToolError(ErrorCategory.POLICY_BLOCKED, "the user rejected this call")
-                await _close(view, env, "failed", "Rejected by the user.")
-                return _failed(call_id, spec.name, err, started)
-        elif decision.verdict == "deny":
+        if decision.verdict == "deny":
             err = ToolError(ErrorCategory.POLICY_BLOCKED, decision.reason)
-            await _close(view, env, "failed", f"Blocked: {decision.reason}")
-            return _failed(call_id, spec.name, err, started)
+            shown = f"Blocked: {decision.reason}"
+            return await self._close_refused(call, spec, view, env, err, shown)
+        if decision.verdict == "ask":
+            refused = await self._ask(call, spec, view, env, key)
+            if refused is not None:
+                return refused
+        else:
+            call.approved_by = decision.approved_by
         view.status = "in_progress"
         await env.observer.publish(view, first=False)
-        return await self._run_tool(view, spec, parsed, env, started)
+        return await execute(self, call, spec, parsed, view, env)
 
-    async def _run_tool(
-        self, view: ToolCallView, spec: ToolSpec, parsed: Any, env: CallEnv, started: float
-    ) -> CallResult:
-        async def publish(content: list[ContentItem]) -> None:
-            view.content = content
-            await env.observer.publish(view, first=False)
-
-        cleanups: list[Cleanup] = []
-        ctx = ToolContext(
-            view.tool_call_id, env.cwd, env.roots, env.fs, env.runner, publish, cleanups.append,
-            env.shell_timeout, env.output_byte_limit,
-        )
+    async def _ask(
+        self, call: Call, spec: ToolSpec, view: ToolCallView, env: CallEnv, key: str
+    ) -> CallResult | None:
+        """Ask the user; None when they allowed the call, else the refused result."""
         try:
-            return await self._run_in(ctx, view, spec, parsed, env, started)
-        finally:
-            # After the final update, never before: an editor shows an empty card for a
-            # terminal released while a card still embeds it.
-            with anyio.CancelScope(shield=True):
-                for cleanup in reversed(cleanups):
-                    await _quietly(cleanup)
-
-    async def _run_in(
-        self, ctx: ToolContext, view: ToolCallView, spec: ToolSpec, parsed: Any, env: CallEnv,
-        started: float,
-    ) -> CallResult:
-        try:
-            with anyio.fail_after(max(DEFAULT_TOOL_TIMEOUT, env.shell_timeout + 30)):
-                output = await spec.execute(parsed, ctx)
-        except ToolError as err:
-            await _close(view, env, "failed", err.message)
-            return _failed(view.tool_call_id, spec.name, err, started)
+            answer = await env.observer.ask(view)
         except anyio.get_cancelled_exc_class():
+            # The turn was cancelled while the user decided: close the card, or the editor
+            # keeps showing a pending call for ever.
             with anyio.CancelScope(shield=True):
-                await _close(view, env, "failed", "Cancelled.", view.content)
+                call.answer = "cancelled"
+                err = ToolError(ErrorCategory.CANCELLED, "cancelled while waiting for approval")
+                await self._close_refused(call, spec, view, env, err, "Cancelled before it ran.")
             raise
-        except TimeoutError:
-            late = ToolError(ErrorCategory.TIMEOUT, f"{spec.name} did not finish in time")
-            await _close(view, env, "failed", late.message)
-            return _failed(view.tool_call_id, spec.name, late, started)
-        except Exception as exc:  # a tool bug must not end the turn, let alone the daemon
-            log.exception("tool %s failed", spec.id)
-            bug = ToolError(ErrorCategory.PERMANENT_FAILURE, f"{type(exc).__name__}: {exc}"[:500])
-            await _close(view, env, "failed", bug.message)
-            return _failed(view.tool_call_id, spec.name, bug, started)
-        view.raw_output = output.raw
-        status: CallStatus = "failed" if output.failed else "completed"
-        await _close(view, env, status, output.text, output.content)
-        return CallResult(view.tool_call_id, spec.name, output.text, None, started, time.time())
+        call.answer = answer
+        if answer == "cancelled":
+            err = ToolError(ErrorCategory.CANCELLED, "the permission request was cancelled")
+            with anyio.CancelScope(shield=True):
+                result = await self._close_refused(
+                    call, spec, view, env, err, "Cancelled before it ran."
+                )
+            # The observer has cancelled the turn, and this checkpoint delivers it. A bare
+            # CancelledError raised outside a cancelled scope would instead end the caller's
+            # task group (the whole daemon); a caller with no turn to cancel gets the result.
+            await anyio.lowlevel.checkpoint()
+            return result
+        if answer == "unavailable":
+            err = ToolError(
+                ErrorCategory.CONFIRMATION_REQUIRED,
+                f"{call.name} needs approval and nobody can be asked here",
+                suggestion="Approve it interactively, run in auto mode, or add an allow rule "
+                f"under [tools.permissions.{spec.name}].",
+            )
+            return await self._close_refused(call, spec, view, env, err, err.message)
+        if answer.endswith("_always"):
+            env.approvals.set(key, answer == "allow_always")
+        if answer.startswith("reject"):
+            err = ToolError(ErrorCategory.POLICY_BLOCKED, "the user rejected this call")
+            return await self._close_refused(call, spec, view, env, err, "Rejected by the user.")
+        call.approved_by = "user"
+        return None
 
     async def _refuse(
-        self, call_id: str, name: str, args: Any, err: ToolError, env: CallEnv, started: float
+        self, call: Call, spec: ToolSpec | None, err: ToolError, env: CallEnv, decision: str,
+        *, anomaly: bool = False,
     ) -> CallResult:
-        spec = self.registry.resolve(name)
+        """A call refused before its card existed: show `tool_call` then the failure."""
+        call.decision = decision
+        if anomaly and spec is not None:
+            env.state.anomaly.record(spec.id, True)
         kind = spec.kind if spec is not None else "other"
-        view = ToolCallView(call_id, name[:80] or "tool", kind, "pending", raw_input=args)
+        view = ToolCallView(call.id, call.name or "tool", kind, "pending", raw_input=call.args)
         await env.observer.publish(view, first=True)
-        await _close(view, env, "failed", err.format_for_model())
-        return _failed(call_id, name, err, started)
+        return await self._close_refused(call, spec, view, env, err, err.format_for_model())
 
+    async def _close_refused(
+        self, call: Call, spec: ToolSpec | None, view: ToolCallView, env: CallEnv,
+        err: ToolError, shown: str,
+    ) -> CallResult:
+        record = self.audit_call(call, spec, env, None, err)
+        await close_card(view, env, "failed", shown)
+        return failed_result(call, err, record)
 
-async def _quietly(cleanup: Cleanup) -> None:
-    try:
-        await cleanup()
-    except Exception as exc:
-        log.warning("cleanup after a tool call failed: %s", exc)
+    def audit_call(
+        self, call: Call, spec: ToolSpec | None, env: CallEnv, output: Any,
+        err: ToolError | None,
+    ) -> ToolInvocationRecord:
+        """Build the redacted record and write the audit line (before the result returns).
+
+        A failing audit write is not swallowed: a call that cannot be audited must not look
+        audited, so the OSError propagates and the caller reports the call as failed.
+        """
+        call.ended = time.time()
+        record = record_of(call, spec, output, err)
+        if self.audit is not None:
+            policy_hash = self.policy.policy_hash(call.mode)
+            self.audit.write(audit_record(call, spec, env.session_id, record, err, policy_hash))
+        return record
 
 
 def validate(spec: ToolSpec, args: dict[str, Any]) -> Any:
@@ -231,19 +287,6 @@ def validate(spec: ToolSpec, args: dict[str, Any]) -> Any:
         raise ToolError(category, detail[:800]) from None
 
 
-async def _close(
-    view: ToolCallView, env: CallEnv, status: CallStatus, text: str,
-    extra: Sequence[ContentItem] = (),
-) -> None:
-    view.status = status
-    view.content = [*extra, TextItem(text)] if text else list(extra)
-    await env.observer.publish(view, first=False)
-
-
-def _failed(call_id: str, name: str, err: ToolError, started: float) -> CallResult:
-    return CallResult(call_id, name, err.format_for_model(), err, started, time.time())
-
-
 def _title(spec: ToolSpec, parsed: Any) -> str:
     try:
         return spec.title(parsed)[:300]
@@ -256,4 +299,3 @@ def _locations(spec: ToolSpec, parsed: Any, cwd: str) -> list[str]:
         return spec.locations(parsed, cwd)
     except Exception:
         return []
-

@@ -97,6 +97,46 @@ LocationsFn = Callable[[Any, str], list[str]]
 
 
 @dataclass(frozen=True, slots=True)
+class Redaction:
+    """What of a call may be logged verbatim (audit, telemetry): an allowlist per tool.
+
+    Argument fields not in `args` are logged as a size only; result fields (keys of the
+    tool's structured output) not in `result` are left out. Every string that is kept still
+    goes through the secret scanner. A tool without a Redaction cannot be registered.
+    """
+
+    args: frozenset[str] = frozenset()
+    result: frozenset[str] = frozenset()
+
+
+def redaction(args: tuple[str, ...] = (), result: tuple[str, ...] = ()) -> Redaction:
+    return Redaction(frozenset(args), frozenset(result))
+
+
+@dataclass(slots=True)
+class ToolInvocationRecord:
+    """What happened in one call, redacted: what the audit log and the CLI report."""
+
+    tool_call_id: str
+    name: str
+    args: dict[str, Any]
+    """The redacted arguments (TAFC fields never included)."""
+    result: dict[str, Any] | None
+    """A redacted summary of the output; None when the call never ran."""
+    error: dict[str, str] | None
+    """{"category", "message"} of a failed call."""
+    started_at: float
+    ended_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "toolCallId": self.tool_call_id, "name": self.name, "args": self.args,
+            "result": self.result, "error": self.error, "startedAt": self.started_at,
+            "endedAt": self.ended_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ToolSpec:
     id: str
     """Namespaced and unique: core__read, mcp__<server>__<tool>, plugin__<name>."""
@@ -109,13 +149,22 @@ class ToolSpec:
     execute: Executor
     title: TitleFn
     locations: LocationsFn = field(default=lambda _args, _cwd: [])
+    redaction: Redaction | None = None
+    """Required at registration (None is refused there, never treated as "log nothing")."""
+    output_model: type[BaseModel] | None = None
+    """When set, the tool's structured output (`ToolOutput.raw`) is validated against it."""
+    retry_safe: bool | None = None
+    """May the runner re-run it after a transient failure? None: only when read-only."""
 
     def input_schema(self) -> dict[str, Any]:
-        schema = self.params.model_json_schema()
-        schema.pop("title", None)
-        for prop in schema.get("properties", {}).values():
-            prop.pop("title", None)
-        return schema
+        """The restricted JSON Schema (see tools/schema.py); raises SchemaError outside it."""
+        from acpd.tools.schema import render_schema
+
+        return render_schema(self.params)
+
+    @property
+    def can_retry(self) -> bool:
+        return self.effect is Effect.READ_ONLY if self.retry_safe is None else self.retry_safe
 
 
 def kind_for(name: str) -> ToolKind:

@@ -1,18 +1,32 @@
-"""The built-in tools (namespace `core__`)."""
+"""The built-in tools (namespace `core__`), as executors in the CompositeExecutor order."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from acpd.tools.registry import ToolRegistry
+from acpd.tools.registry import ToolRegistry, ToolSource
 
 if TYPE_CHECKING:
     from acpd.tools.fs import FileToolsConfig
 
+DEFAULT_ORDER = ("file", "shell", "plan")
 
-def core_registry(files: FileToolsConfig | None = None) -> ToolRegistry:
-    """The file tools (bound to `files`, or the defaults), bash and update_plan."""
+
+def core_sources(files: FileToolsConfig | None = None) -> list[ToolSource]:
+    """The executors: the file tools (bound to `files`, or the defaults), bash, update_plan."""
     from acpd.tools.builtin import plan, shell
     from acpd.tools.fs import FileToolsConfig, make_fs_specs
 
-    return ToolRegistry([*make_fs_specs(files or FileToolsConfig()), *shell.SPECS, *plan.SPECS])
+    return [
+        ToolSource("file", make_fs_specs(files or FileToolsConfig())),
+        ToolSource("shell", shell.SPECS),
+        ToolSource("plan", plan.SPECS),
+    ]
+
+
+def core_registry(
+    files: FileToolsConfig | None = None, order: Sequence[str] = DEFAULT_ORDER
+) -> ToolRegistry:
+    """Raises RegistrationError when `order` names an unknown executor."""
+    return ToolRegistry.from_sources(core_sources(files), order)

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from acpd.tools.spec import Effect, ToolContext, ToolOutput, ToolSpec
+from acpd.tools.spec import Effect, ToolContext, ToolOutput, ToolSpec, redaction
 
 
 class PlanStep(BaseModel):
@@ -39,5 +39,6 @@ SPECS = [
         kind="think",
         execute=update_plan,
         title=lambda a: f"Plan: {len(a.entries)} steps",
+        redaction=redaction(("entries",), ()),
     ),
 ]

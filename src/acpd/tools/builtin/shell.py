@@ -11,6 +11,7 @@ from acpd.tools.errors import ErrorCategory, ToolError, classify_exit
 from acpd.tools.spec import (
     ContentItem,
     Effect,
+    Redaction,
     TerminalItem,
     TextItem,
     ToolContext,
@@ -19,6 +20,27 @@ from acpd.tools.spec import (
 )
 
 MAX_TIMEOUT = 3600
+
+
+class ShellOutputEnvelope(BaseModel):
+    """A shell call's structured result (the editor's rawOutput, the audit's exit_code and
+    truncated). stdout and stderr are separate where the runner can tell them apart (a local
+    process); an editor terminal mixes them, so all of it is in stdout."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stdout: str
+    stderr: str = ""
+    exit_code: int | None
+    """None when the command has no exit status: killed by a signal or at the timeout."""
+    truncated: bool = False
+    timed_out: bool = False
+
+    def to_raw(self) -> dict[str, Any]:
+        raw = self.model_dump()
+        if not self.timed_out:
+            del raw["timed_out"]
+        return raw
 
 
 class BashParams(BaseModel):
@@ -67,18 +89,17 @@ def shell_output(result: CommandResult, timeout: float) -> ToolOutput:
     if category is not None:
         notes.append(f"[error category: {category.value}]")
     body = text if text.endswith("\n") or not text else text + "\n"
-    envelope: dict[str, Any] = {
-        "stdout": result.output if not result.stderr else _without(result.output, result.stderr),
-        "stderr": result.stderr,
-        "exit_code": result.exit_code,
-        "truncated": result.truncated,
-    }
-    if result.timed_out:
-        envelope["timed_out"] = True
+    envelope = ShellOutputEnvelope(
+        stdout=result.output if not result.stderr else _without(result.output, result.stderr),
+        stderr=result.stderr,
+        exit_code=result.exit_code,
+        truncated=result.truncated,
+        timed_out=result.timed_out,
+    )
     content: list[ContentItem] = [TerminalItem(result.terminal_id)] if result.terminal_id else []
     return ToolOutput(
         text=body + "\n".join(notes),
-        raw=envelope,
+        raw=envelope.to_raw(),
         content=content,
         failed=result.exit_code != 0 or result.timed_out,
     )
@@ -101,5 +122,10 @@ SPECS = [
         kind="execute",
         execute=bash,
         title=lambda a: a.command if len(a.command) <= 200 else a.command[:197] + "...",
+        # The command is the call: it is logged (after the secret scan); the output is not.
+        redaction=Redaction(
+            frozenset({"command", "timeout"}), frozenset({"exit_code", "truncated", "timed_out"})
+        ),
+        output_model=ShellOutputEnvelope,
     ),
 ]

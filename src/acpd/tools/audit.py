@@ -1,0 +1,151 @@
+"""`audit.jsonl`: one JSON line per tool call, written before the call's result is returned.
+
+The file is opened O_APPEND (never truncated, never rewritten) with mode 0600, and each
+record goes out in a single write(2) of the whole line: with O_APPEND the kernel places it at
+the end atomically with respect to other appenders, and a process killed with SIGKILL
+cannot stop a write(2) halfway, so a daemon crash leaves whole lines only. What can still tear
+a line is the machine going down (power, kernel panic) with the page cache unwritten.
+
+fsync: off by default. Without it a line reaches the page cache before the result returns,
+which survives any crash of the daemon itself; with it (`[tools.audit] fsync = true`) the
+line also survives a crash of the machine, at the price of a disk flush (~0.1-10 ms) on every
+call, blocking the daemon's loop meanwhile. The default favours the 0.5 ms overhead budget.
+
+On open, a last line without its newline (torn by a crash, or written by something else) is
+detected: it is logged, reported by `inspect()` (for `acpd doctor` and `acpd audit tail`),
+and the next record starts on a fresh line so it is never glued to the torn one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+log = logging.getLogger("acpd.audit")
+
+FILE_MODE = 0o600
+TAIL_PROBE = 1 << 16
+
+
+@dataclass(frozen=True, slots=True)
+class AuditHealth:
+    path: Path
+    exists: bool
+    size: int
+    torn: bool
+    """The last line has no newline: something died while writing it."""
+    torn_bytes: int
+    """Length of the torn fragment."""
+
+    def describe(self) -> str:
+        if not self.exists:
+            return f"{self.path}: no audit log yet"
+        if self.torn:
+            return (
+                f"{self.path}: the last line is torn ({self.torn_bytes} bytes without a "
+                "newline, from a crash); later records start on a fresh line"
+            )
+        return f"{self.path}: {self.size} bytes, whole lines"
+
+
+def inspect(path: Path) -> AuditHealth:
+    """Look at the log's tail; raises OSError when it exists but cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return AuditHealth(path, False, 0, False, 0)
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return AuditHealth(path, True, 0, False, 0)
+        start = max(0, size - TAIL_PROBE)
+        tail = os.pread(fd, size - start, start)
+    finally:
+        os.close(fd)
+    if tail.endswith(b"\n"):
+        return AuditHealth(path, True, size, False, 0)
+    cut = tail.rfind(b"\n")
+    fragment = len(tail) - (cut + 1) if cut >= 0 or start == 0 else len(tail)
+    return AuditHealth(path, True, size, True, fragment)
+
+
+class AuditLog:
+    """Appends records to `path`. Thread-compatible: each record is one write(2)."""
+
+    def __init__(self, path: Path, *, fsync: bool = False) -> None:
+        """Open (creating it 0600); raises OSError when that is impossible."""
+        self.path = path
+        self.fsync = fsync
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.health = inspect(path)
+        self._fd = os.open(
+            path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
+        )
+        self._fresh_line = self.health.torn
+        if self.health.torn:
+            log.warning("%s", self.health.describe())
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Append one record as a line; raises OSError (disk full, ...) to the caller."""
+        line = orjson.dumps(record, default=str) + b"\n"
+        if self._fresh_line:
+            # Terminate the torn fragment: the fragment stays (never rewrite the log), but
+            # it is its own line, which readers skip as unparsable.
+            line = b"\n" + line
+        view = memoryview(line)
+        while view:
+            view = view[os.write(self._fd, view) :]
+        self._fresh_line = False
+        if self.fsync:
+            os.fdatasync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def now_iso() -> str:
+    """UTC with milliseconds; cheaper than datetime for every call."""
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+
+
+def read_records(path: Path) -> Iterator[dict[str, Any] | None]:
+    """Every line parsed; None for a line that is not a JSON object (a torn one)."""
+    with path.open("rb") as handle:
+        for raw in handle:
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                yield None
+                continue
+            yield value if isinstance(value, dict) else None
+
+
+def tail_lines(path: Path, count: int) -> list[bytes]:
+    """The last `count` whole lines (newline included), read from the end."""
+    if count <= 0:
+        return []
+    with path.open("rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        end = handle.tell()
+        block = 1 << 16
+        data = b""
+        pos = end
+        while pos > 0 and data.count(b"\n") <= count:
+            step = min(block, pos)
+            pos -= step
+            handle.seek(pos)
+            data = handle.read(step) + data
+    lines = data.splitlines(keepends=True)
+    if pos > 0:
+        lines = lines[1:]  # the first one may be cut by where the read began
+    return lines[-count:]

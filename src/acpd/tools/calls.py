@@ -1,0 +1,124 @@
+"""One call's bookkeeping on its way through the runner, and the records made from it.
+
+Audit line fields: ts, session, toolCallId, tool (namespaced id), name, call (redacted
+arguments), result (redacted summary), decision (allow / ask / deny / quota_blocked /
+anomaly_blocked / not_found / invalid / skipped), answer (the user's, when asked),
+policy_hash, mode, approved_by (auto / user / rule / mode; null when the call was not
+approved), decided_by (who refused it), exit_code, truncated, error_category, error, caller_id
+(model / slash / cli), attempts, cached, duration_ms.
+
+exit_code is null only for tools that are not shells. A shell call that never got an exit
+status has one anyway: 126 when policy refused it (the code the seeds classify as
+PolicyBlocked), -1 when it was refused otherwise, cancelled, killed or timed out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from acpd.tools.audit import now_iso
+from acpd.tools.errors import ErrorCategory, ToolError
+from acpd.tools.redaction import redact_args, redaction_for, scrub, summarize_result
+from acpd.tools.spec import ToolInvocationRecord, ToolOutput, ToolSpec
+
+NO_STATUS = -1
+POLICY_EXIT = 126
+
+
+@dataclass(slots=True)
+class CallResult:
+    tool_call_id: str
+    name: str
+    text: str
+    """What the model reads: the output, or a `[tool_error]` block."""
+    error: ToolError | None
+    started_at: float
+    ended_at: float
+    skipped: bool = False
+    failed: bool = False
+    """The call failed (an error, or the tool ran and reported failure: a non-zero exit)."""
+    record: ToolInvocationRecord | None = None
+
+
+@dataclass(slots=True)
+class Call:
+    id: str
+    name: str
+    caller: str
+    mode: str
+    started: float
+    args: dict[str, Any] = field(default_factory=dict)
+    decision: str = "allow"
+    decided_by: str | None = None
+    approved_by: str | None = None
+    answer: str | None = None
+    attempts: int = 0
+    cached: bool = False
+    ended: float = 0.0
+
+
+def record_of(
+    call: Call, spec: ToolSpec | None, output: ToolOutput | None, err: ToolError | None
+) -> ToolInvocationRecord:
+    """The redacted record; a tool without a redaction config (which the registry never
+    lets in) has its arguments reduced to their names."""
+    if spec is not None and redaction_for(spec) is not None:
+        args = redact_args(spec, call.args)
+        result = summarize_result(spec, output) if output is not None else None
+    else:
+        args = {key: "[redacted]" for key in call.args}
+        result = None
+    error = (
+        {"category": err.category.value, "message": scrub(err.message)}
+        if err is not None else None
+    )
+    return ToolInvocationRecord(call.id, call.name, args, result, error, call.started, call.ended)
+
+
+def audit_record(
+    call: Call, spec: ToolSpec | None, session: str, record: ToolInvocationRecord,
+    err: ToolError | None, policy_hash: str,
+) -> dict[str, Any]:
+    raw = record.result or {}
+    return {
+        "ts": now_iso(),
+        "session": session,
+        "toolCallId": call.id,
+        "tool": spec.id if spec is not None else None,
+        "name": call.name,
+        "call": record.args,
+        "result": record.result,
+        "decision": call.decision,
+        "answer": call.answer,
+        "policy_hash": policy_hash,
+        "mode": call.mode,
+        "approved_by": call.approved_by,
+        "decided_by": call.decided_by if call.approved_by is None else None,
+        "exit_code": _exit_code(spec, raw, err),
+        "truncated": bool(raw.get("truncated", False)),
+        "error_category": err.category.value if err is not None else None,
+        "error": record.error["message"] if record.error is not None else None,
+        "caller_id": call.caller,
+        "attempts": call.attempts,
+        "cached": call.cached,
+        "duration_ms": round((call.ended - call.started) * 1000, 3),
+    }
+
+
+def _exit_code(spec: ToolSpec | None, raw: dict[str, Any], err: ToolError | None) -> int | None:
+    if spec is None or spec.kind != "execute":
+        return None
+    code = raw.get("exit_code")
+    if isinstance(code, int):
+        return code
+    if err is not None and err.category is ErrorCategory.POLICY_BLOCKED:
+        return POLICY_EXIT
+    return NO_STATUS
+
+
+def failed_result(call: Call, err: ToolError, record: ToolInvocationRecord) -> CallResult:
+    return CallResult(
+        call.id, call.name, err.format_for_model(), err, call.started, call.ended,
+        failed=True, record=record,
+    )

@@ -1,0 +1,181 @@
+"""The runner's second half, for a call that was allowed: cache, execute (timed, cancellable,
+retried when transient), validate the output, scan it for secrets, audit, close the card,
+release what the tool held in the editor."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import orjson
+
+from acpd.tools.cache import cache_key, cacheable
+from acpd.tools.calls import Call, CallResult, failed_result
+from acpd.tools.capabilities import Cleanup
+from acpd.tools.errors import ErrorCategory, ToolError
+from acpd.tools.retry import with_retry
+from acpd.tools.secrets import scan_secrets, warning_line
+from acpd.tools.spec import (
+    CallStatus,
+    ContentItem,
+    Effect,
+    TextItem,
+    ToolCallView,
+    ToolContext,
+    ToolOutput,
+    ToolSpec,
+)
+
+if TYPE_CHECKING:
+    from acpd.tools.pipeline import CallEnv, ToolPipeline
+
+log = logging.getLogger("acpd.tools")
+
+DEFAULT_TOOL_TIMEOUT = 300.0
+
+
+async def execute(
+    pipeline: ToolPipeline, call: Call, spec: ToolSpec, parsed: Any, view: ToolCallView,
+    env: CallEnv,
+) -> CallResult:
+    async def publish(content: list[ContentItem]) -> None:
+        view.content = content
+        await env.observer.publish(view, first=False)
+
+    cleanups: list[Cleanup] = []
+    ctx = ToolContext(
+        view.tool_call_id, env.cwd, env.roots, env.fs, env.runner, publish, cleanups.append,
+        env.shell_timeout, env.output_byte_limit,
+    )
+    try:
+        return await _run(pipeline, call, spec, parsed, view, env, ctx)
+    finally:
+        # After the final update, never before: an editor shows an empty card for a
+        # terminal released while a card still embeds it.
+        with anyio.CancelScope(shield=True):
+            for cleanup in reversed(cleanups):
+                await _quietly(cleanup)
+
+
+async def _run(
+    pipeline: ToolPipeline, call: Call, spec: ToolSpec, parsed: Any, view: ToolCallView,
+    env: CallEnv, ctx: ToolContext,
+) -> CallResult:
+    state = env.state
+    key = cache_key(spec, call.args) if cacheable(spec) and state.cache.enabled else None
+    output = state.cache.get(key) if key is not None else None
+    call.cached = output is not None
+    if spec.effect is not Effect.READ_ONLY:
+        # It may change files whatever its outcome (a failing command can still write).
+        state.cache.invalidate()
+    if output is None:
+        try:
+            output = await _attempts(pipeline, call, spec, parsed, view, env, ctx)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                err = ToolError(ErrorCategory.CANCELLED, "the turn was cancelled")
+                pipeline.audit_call(call, spec, env, None, err)
+                await close_card(view, env, "failed", "Cancelled.", view.content)
+            raise
+        except ToolError as err:
+            state.anomaly.record(spec.id, err.category not in _DECISIONS)
+            record = pipeline.audit_call(call, spec, env, None, err)
+            await close_card(view, env, "failed", err.message)
+            return failed_result(call, err, record)
+        if key is not None:
+            state.cache.put(key, output)
+        state.anomaly.record(spec.id, False)
+    text, findings = scan_secrets(output.text)
+    warning = warning_line(findings)
+    if warning:
+        text = f"{text}\n{warning}" if text else warning
+    record = pipeline.audit_call(call, spec, env, output, None)
+    view.raw_output = output.raw
+    status: CallStatus = "failed" if output.failed else "completed"
+    await close_card(view, env, status, text, output.content)
+    return CallResult(
+        call.id, call.name, text, None, call.started, call.ended, failed=output.failed,
+        record=record,
+    )
+
+
+_DECISIONS = frozenset(
+    {ErrorCategory.POLICY_BLOCKED, ErrorCategory.CANCELLED, ErrorCategory.CONFIRMATION_REQUIRED}
+)
+"""Outcomes that are decisions, not tool failures: the anomaly detector ignores them."""
+
+
+async def _attempts(
+    pipeline: ToolPipeline, call: Call, spec: ToolSpec, parsed: Any, view: ToolCallView,
+    env: CallEnv, ctx: ToolContext,
+) -> ToolOutput:
+    timeout = max(DEFAULT_TOOL_TIMEOUT, env.shell_timeout + 30)
+
+    async def attempt() -> ToolOutput:
+        call.attempts += 1
+        try:
+            with anyio.fail_after(timeout):
+                output = await spec.execute(parsed, ctx)
+        except TimeoutError:
+            raise ToolError(ErrorCategory.TIMEOUT, f"{call.name} did not finish in time") from None
+        except (ToolError, anyio.get_cancelled_exc_class()):
+            raise
+        except Exception as exc:  # a tool bug must not end the turn, let alone the daemon
+            log.exception("tool %s failed", spec.id)
+            message = f"{type(exc).__name__}: {exc}"[:500]
+            raise ToolError(ErrorCategory.PERMANENT_FAILURE, message) from None
+        check_output(spec, output)
+        return output
+
+    async def on_retry(err: ToolError, tries: int, wait: float) -> None:
+        view.content = [TextItem(f"{err.category.value}: {err.message}; retrying in {wait:.1f} s")]
+        await env.observer.publish(view, first=False)
+
+    output, _ = await with_retry(attempt, pipeline.retry, allowed=spec.can_retry, on_retry=on_retry)
+    return output
+
+
+def check_output(spec: ToolSpec, output: Any) -> None:
+    """Output validation: a ToolOutput with text, structured output that is JSON and, when the
+    tool declares a model for it, matches it. Raises ToolError(PermanentFailure)."""
+    if not isinstance(output, ToolOutput) or not isinstance(output.text, str):
+        raise ToolError(
+            ErrorCategory.PERMANENT_FAILURE, f"{spec.name} returned {type(output).__name__}"
+        )
+    if output.raw is None:
+        return
+    if spec.output_model is not None:
+        from pydantic import ValidationError
+
+        try:
+            spec.output_model.model_validate(output.raw)
+        except ValidationError as exc:
+            raise ToolError(
+                ErrorCategory.PERMANENT_FAILURE,
+                f"{spec.name} returned malformed output: {exc.error_count()} problems",
+            ) from None
+        return
+    try:
+        orjson.dumps(output.raw)
+    except TypeError as exc:
+        raise ToolError(
+            ErrorCategory.PERMANENT_FAILURE, f"{spec.name} returned output that is not JSON: {exc}"
+        ) from None
+
+
+async def _quietly(cleanup: Cleanup) -> None:
+    try:
+        await cleanup()
+    except Exception as exc:
+        log.warning("cleanup after a tool call failed: %s", exc)
+
+
+async def close_card(
+    view: ToolCallView, env: CallEnv, status: CallStatus, text: str,
+    extra: Sequence[ContentItem] = (),
+) -> None:
+    view.status = status
+    view.content = [*extra, TextItem(text)] if text else list(extra)
+    await env.observer.publish(view, first=False)

@@ -1,0 +1,57 @@
+"""Building the runner from the configuration: one place, for the daemon and the CLI alike."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from acpd.tools.anomaly import AnomalySettings
+from acpd.tools.approvals import ApprovalBook
+from acpd.tools.audit import AuditLog
+from acpd.tools.builtin import core_registry
+from acpd.tools.permissions import ToolPolicy
+from acpd.tools.pipeline import ToolPipeline
+from acpd.tools.retry import RetryPolicy
+from acpd.tools.rules import RuleSet
+from acpd.tools.state import SessionToolSettings
+
+if TYPE_CHECKING:
+    from acpd.daemon.config import ToolsConfig
+
+log = logging.getLogger("acpd.tools")
+
+AUDIT_FILE = "audit.jsonl"
+APPROVALS_DIR = "approvals"
+
+
+@dataclass(slots=True)
+class Toolkit:
+    pipeline: ToolPipeline
+    settings: SessionToolSettings
+    approvals: ApprovalBook
+
+
+def build_toolkit(tools: ToolsConfig, data_dir: Path | None) -> Toolkit:
+    """Registry, policy, audit log, retry policy and per-session settings.
+
+    Raises RegistrationError for a bad executor order or tool, OSError when the audit log
+    cannot be opened (a daemon that cannot audit must not run tools).
+    """
+    registry = core_registry(tools.file.tools_config(), tools.executor_order)
+    policy = ToolPolicy(tools.enabled, RuleSet(tools.rule_entries()))
+    audit = None
+    if data_dir is not None and tools.audit.enabled:
+        audit = AuditLog(data_dir / AUDIT_FILE, fsync=tools.audit.fsync)
+    r = tools.retry
+    retry = RetryPolicy(r.max_attempts, r.base_ms, r.max_ms, r.budget_secs)
+    a = tools.anomaly
+    settings = SessionToolSettings(
+        tools.max_tool_calls_per_session,
+        tools.result_cache.enabled,
+        tools.result_cache.ttl_secs or None,
+        AnomalySettings(a.enabled, a.window_size, a.failure_threshold, a.min_calls, a.auto_block),
+    )
+    book = ApprovalBook(data_dir / APPROVALS_DIR if data_dir is not None else None)
+    return Toolkit(ToolPipeline(registry, policy, audit, retry), settings, book)

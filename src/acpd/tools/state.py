@@ -1,0 +1,35 @@
+"""What the runner keeps per session: the call quota, the result cache, the anomaly windows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from acpd.tools.anomaly import AnomalyDetector, AnomalySettings
+from acpd.tools.cache import ResultCache
+from acpd.tools.quota import Quota
+
+
+@dataclass(frozen=True, slots=True)
+class SessionToolSettings:
+    max_tool_calls: int | None = None
+    cache_enabled: bool = True
+    cache_ttl: float | None = 300.0
+    anomaly: AnomalySettings = field(default_factory=AnomalySettings)
+
+    def new_state(self) -> SessionTools:
+        return SessionTools(
+            Quota(self.max_tool_calls),
+            ResultCache(self.cache_enabled, self.cache_ttl),
+            AnomalyDetector(self.anomaly),
+        )
+
+
+@dataclass(slots=True)
+class SessionTools:
+    quota: Quota = field(default_factory=Quota)
+    cache: ResultCache = field(default_factory=ResultCache)
+    anomaly: AnomalyDetector = field(default_factory=AnomalyDetector)
+
+    def clear(self) -> None:
+        """`/clear`: the conversation starts afresh, so do cached results."""
+        self.cache.clear()

@@ -1,0 +1,63 @@
+"""`acpd tools list|describe|run` and `acpd audit tail` as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def acpd(tmp_path: Path, *args: str, config: str = "") -> subprocess.CompletedProcess[str]:
+    cfg = tmp_path / "acpd.toml"
+    cfg.write_text(config)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACPD_")}
+    env.update(PYTHONPATH=str(REPO / "src"), ACPD_CONFIG=str(cfg))
+    return subprocess.run(
+        [sys.executable, "-m", "acpd", *args, "--data-dir", str(tmp_path / "data")],
+        capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL,
+    )
+
+
+def test_list_and_describe(tmp_path: Path) -> None:
+    listed = acpd(tmp_path, "tools", "list", "--mode", "read-only")
+    assert listed.returncode == 0
+    rows = {line.split()[0]: line for line in listed.stdout.splitlines()}
+    assert "core__bash" in rows["bash"] and "not shown" in rows["bash"]
+    assert "not shown" not in rows["read"]
+    described = acpd(tmp_path, "tools", "describe", "bash", "--mode", "ask",
+                     config='[tools.permissions.bash]\ndeny = ["*sudo*"]\n')
+    info = json.loads(described.stdout)
+    assert info["effect"] == "external_side_effect" and info["executor"] == "shell"
+    assert info["verdict"]["decision"] == "ask"
+    assert info["rules"] == [{"pattern": "*sudo*", "action": "deny"}]
+    assert info["input_schema"]["required"] == ["command"]
+    auto = json.loads(acpd(tmp_path, "tools", "describe", "bash", "--mode", "auto").stdout)
+    assert auto["verdict"]["decision"] == "allow"
+    assert acpd(tmp_path, "tools", "describe", "nope").returncode == 2
+
+
+def test_run_prints_the_result_and_the_exit_status_tells(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("content\n")
+    ok = acpd(tmp_path, "tools", "run", "read", "--args", '{"path": "a.txt"}', "--cwd", str(ws))
+    assert ok.returncode == 0 and ok.stdout == "content\n"
+    missing = acpd(tmp_path, "tools", "run", "read", "--args", '{"path": "b"}', "--cwd", str(ws))
+    assert missing.returncode == 1 and "[tool_error]" in missing.stderr
+    failing = acpd(tmp_path, "tools", "run", "bash", "--args", '{"command": "exit 3"}',
+                   "--cwd", str(ws), "--mode", "auto")
+    assert failing.returncode == 1 and "[exit code: 3]" in failing.stdout
+    asked = acpd(tmp_path, "tools", "run", "write", "--args",
+                 '{"path": "n.txt", "content": "x"}', "--cwd", str(ws))
+    assert asked.returncode == 1 and "ConfirmationRequired" in asked.stderr
+    assert "nobody can be asked" in asked.stderr and not (ws / "n.txt").exists()
+    assert acpd(tmp_path, "tools", "run", "read", "--args", "[1]").returncode == 2
+    tail = acpd(tmp_path, "audit", "tail", "-n", "2")
+    lines = [json.loads(x) for x in tail.stdout.splitlines()]
+    assert [line["name"] for line in lines] == ["bash", "write"]
+    assert all(line["caller_id"] == "cli" for line in lines)
+    assert lines[1]["error_category"] == "ConfirmationRequired"
