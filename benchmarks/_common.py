@@ -34,7 +34,8 @@ class Pipe:
 
     def send(self, method: str, params: Any) -> int:
         self.next_id += 1
-        line = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        line = json.dumps(message)
         assert self.proc.stdin is not None
         self.proc.stdin.write(line.encode() + b"\n")
         self.proc.stdin.flush()

@@ -1,9 +1,12 @@
 """Messages per second over the stdio pipe: acpd next to an agent on the official Python SDK.
 
-Two loads, each measured for both agents in the same run:
+Three loads, each measured for both agents in the same run:
   - 10,000 `session/update` notifications streamed during one prompt (agent_message_chunk);
-  - 1,000 sequential requests (`session/set_mode`, each answered before the next is sent).
-Target (issue 2): at least twice the SDK agent's rate. Run: .venv/bin/python benchmarks/throughput.py
+  - 1,000 sequential requests sent back to back (`session/set_mode`), answered in order;
+  - 1,000 sequential round trips (each answered before the next is sent), next to the floor
+    of this machine: a blocking echo process with no protocol work at all.
+Target (issue 2): at least twice the SDK agent's rate.
+Run: .venv/bin/python benchmarks/throughput.py
 """
 
 from __future__ import annotations
@@ -17,6 +20,13 @@ from pathlib import Path
 
 from _common import INIT, Pipe, acpd_argv, environment, sdk_argv, temp_dir
 
+ECHO = (
+    "import os\n"
+    "while (d := os.read(0, 65536)):\n"
+    "    os.write(1, d)\n"
+)
+MODES = ("ask", "auto")
+
 
 def stream_rate(pipe: Pipe, session_id: str, updates: int, text: str) -> float:
     prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
@@ -28,24 +38,59 @@ def stream_rate(pipe: Pipe, session_id: str, updates: int, text: str) -> float:
     return notes / elapsed
 
 
-def request_rate(pipe: Pipe, session_id: str, requests: int) -> float:
-    modes = ["ask", "auto"]
+def burst_rate(pipe: Pipe, session_id: str, requests: int) -> float:
     start = time.perf_counter()
-    for index in range(requests):
-        reply = pipe.call("session/set_mode", {"sessionId": session_id, "modeId": modes[index % 2]})
+    ids = [
+        pipe.send("session/set_mode", {"sessionId": session_id, "modeId": MODES[i % 2]})
+        for i in range(requests)
+    ]
+    for msg_id in ids:
+        reply, _ = pipe.until_response(msg_id)
         assert "result" in reply, reply
     return requests / (time.perf_counter() - start)
 
 
-def run(argv: list[str], workspace: str, updates: int, requests: int, text: str) -> tuple[float, float]:
+def round_trip_rate(pipe: Pipe, session_id: str, requests: int) -> float:
+    start = time.perf_counter()
+    for index in range(requests):
+        params = {"sessionId": session_id, "modeId": MODES[index % 2]}
+        reply = pipe.call("session/set_mode", params)
+        assert "result" in reply, reply
+    return requests / (time.perf_counter() - start)
+
+
+def echo_rate(requests: int) -> float:
+    """Round trips through a process that only echoes: what the pipe itself allows."""
+    pipe = Pipe([sys.executable, "-c", ECHO])
+    try:
+        start = time.perf_counter()
+        for _ in range(requests):
+            msg_id = pipe.send("session/set_mode", {"sessionId": "s", "modeId": "ask"})
+            assert pipe.proc.stdout is not None
+            echoed = json.loads(pipe.proc.stdout.readline())
+            assert echoed["id"] == msg_id
+        return requests / (time.perf_counter() - start)
+    finally:
+        pipe.close()
+
+
+def run(argv: list[str], workspace: str, args: argparse.Namespace, text: str) -> list[float]:
     pipe = Pipe(argv)
     try:
         pipe.call("initialize", INIT)
         session = pipe.call("session/new", {"cwd": workspace, "mcpServers": []})
         session_id = session["result"]["sessionId"]
-        return stream_rate(pipe, session_id, updates, text), request_rate(pipe, session_id, requests)
+        return [
+            stream_rate(pipe, session_id, args.updates, text),
+            burst_rate(pipe, session_id, args.requests),
+            round_trip_rate(pipe, session_id, args.requests),
+        ]
     finally:
         pipe.close()
+
+
+def best(runs: list[list[float]]) -> list[float]:
+    return [max(column) for column in zip(*runs, strict=True)]
 
 
 def main() -> int:
@@ -61,22 +106,27 @@ def main() -> int:
     workspace = os.path.join(work, "ws")
     os.mkdir(workspace)
     acpd = acpd_argv(os.path.join(work, "data"), "--model", f"scripted:{script}")
-    sdk = sdk_argv()
-    results = {
-        "acpd": [run(acpd, workspace, args.updates, args.requests, "go") for _ in range(args.repeat)],
-        "sdk": [
-            run(sdk, workspace, args.updates, args.requests, f"stream {args.updates}")
-            for _ in range(args.repeat)
-        ],
-    }
-    best = {name: (max(r[0] for r in runs), max(r[1] for r in runs)) for name, runs in results.items()}
+    ours = best([run(acpd, workspace, args, "go") for _ in range(args.repeat)])
+    sdk_text = f"stream {args.updates}"
+    theirs = best([run(sdk_argv(), workspace, args, sdk_text) for _ in range(args.repeat)])
+    floor = max(echo_rate(args.requests) for _ in range(args.repeat))
+
     print(f"throughput over the stdio pipe, best of {args.repeat} ({environment()})")
-    print(f"  {'':28} {'updates/s':>12} {'requests/s':>12}")
-    for name, label in (("acpd", "acpd serve"), ("sdk", "official SDK minimal agent")):
-        print(f"  {label:28} {best[name][0]:12,.0f} {best[name][1]:12,.0f}")
-    up = best["acpd"][0] / best["sdk"][0]
-    rq = best["acpd"][1] / best["sdk"][1]
-    print(f"  ratio acpd / SDK: updates {up:.2f}x, requests {rq:.2f}x (target >= 2x)")
+    print(f"  {'':28} {'updates/s':>11} {'burst req/s':>12} {'round trips/s':>14}")
+    for label, rates in (("acpd serve", ours), ("official SDK minimal agent", theirs)):
+        print(f"  {label:28} {rates[0]:11,.0f} {rates[1]:12,.0f} {rates[2]:14,.0f}")
+    print(f"  {'echo process (pipe floor)':28} {'':11} {'':12} {floor:14,.0f}")
+    ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
+    print(
+        f"  ratio acpd / SDK: updates {ratios[0]:.2f}x, burst requests {ratios[1]:.2f}x, "
+        f"round trips {ratios[2]:.2f}x (target >= 2x)"
+    )
+    print(
+        f"  round trips: the echo floor is {floor / theirs[2]:.2f}x the SDK's rate, so no agent "
+        "can reach 2x the SDK on strict round trips here"
+        if floor < 2 * theirs[2]
+        else "  round trips: the echo floor allows 2x the SDK's rate"
+    )
     return 0
 
 

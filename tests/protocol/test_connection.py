@@ -338,7 +338,7 @@ def test_eof_fails_pending_requests_to_the_editor() -> None:
     started = time.monotonic()
     anyio.run(main)
     assert time.monotonic() - started < 5
-    assert errors and "closed the connection" in errors[0]
+    assert errors and "closed its end of the connection" in errors[0]
 
 
 def test_a_broken_stdout_never_blocks_senders_and_eof_still_ends_serve() -> None:

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import logging
 import os
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-import acpd
 from acpd.daemon.errors import SessionBusy, SessionNotFound
+from acpd.daemon.handshake import ClientCaps, initialize_result
 from acpd.daemon.rpc import Connection, Reply
 from acpd.protocol.errors import invalid_params, method_not_found
 
@@ -28,10 +26,10 @@ if TYPE_CHECKING:
     from acpd.daemon.turn import LoopLimits
     from acpd.protocol import acp
     from acpd.tools.pipeline import CallEnv, ToolPipeline
+    from acpd.tools.setup import Toolkit
 
 log = logging.getLogger("acpd.agent")
 
-PROTOCOL_VERSION = 1
 MODE_NAMES = {
     "read-only": ("Read-only", "Only tools that read; anything that changes state is denied."),
     "ask": ("Ask", "Tools that change state or run commands ask for approval first."),
@@ -48,11 +46,6 @@ class ServeOptions:
     max_line_bytes: int | None = None
 
 
-@dataclass(slots=True)
-class ClientCaps:
-    read_text_file: bool = False
-    write_text_file: bool = False
-    terminal: bool = False
 
 
 @dataclass(slots=True)
@@ -61,6 +54,7 @@ class Runtime:
     store: SessionStore
     pipeline: ToolPipeline
     limits: LoopLimits
+    toolkit: Toolkit
 
 
 class AcpAgent:
@@ -69,8 +63,6 @@ class AcpAgent:
         self.options = options
         self.client = ClientCaps()
         self.sessions: dict[str, Session] = {}
-        self.stopping = False
-        """Set at stdin EOF: from then on no answer from the editor can be read."""
         self._runtime: Runtime | None = None
         self._runtime_lock = anyio.Lock()
         self._methods: dict[str, Callable[[Any], Awaitable[Any]]] = {
@@ -107,7 +99,6 @@ class AcpAgent:
 
     async def shutdown(self) -> None:
         """Stdin closed: stop every turn (which kills children and releases terminals)."""
-        self.stopping = True
         for session in list(self.sessions.values()):
             session.close()
         for session in list(self.sessions.values()):
@@ -118,35 +109,16 @@ class AcpAgent:
     # --- initialize (no heavy imports on this path) ------------------------------------------
 
     async def initialize(self, params: Any) -> Reply:
-        if not isinstance(params, dict):
-            raise invalid_params("initialize needs params with protocolVersion")
-        version = params.get("protocolVersion")
-        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-            raise invalid_params("protocolVersion must be a non-negative integer")
-        caps = params.get("clientCapabilities")
-        caps = caps if isinstance(caps, dict) else {}
-        fs_caps = caps.get("fs")
-        fs = fs_caps if isinstance(fs_caps, dict) else {}
-        self.client = ClientCaps(
-            read_text_file=fs.get("readTextFile") is True,
-            write_text_file=fs.get("writeTextFile") is True,
-            terminal=caps.get("terminal") is True,
-        )
-        self.conn.initialized = True
-        result = {
-            "protocolVersion": PROTOCOL_VERSION,
-            "agentCapabilities": {
-                "loadSession": True,
-                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": False, "sse": False},
-                "sessionCapabilities": {"list": {}, "delete": {}, "resume": {}, "close": {}},
-            },
-            "authMethods": [],
-            "agentInfo": {"name": "acpd", "title": "acpd", "version": acpd.__version__},
-        }
-        return Reply(result, then=self._warm_up)
+        result, client = initialize_result(params)
+        self.adopt(client)
+        return Reply(result, then=self.warm_up)
 
-    async def _warm_up(self) -> None:
+    def adopt(self, client: ClientCaps) -> None:
+        """Take the capabilities negotiated by `initialize` (here or before the loop)."""
+        self.client = client
+        self.conn.initialized = True
+
+    async def warm_up(self) -> None:
         try:
             await self.runtime()
         except Exception as exc:  # reported again, to the editor, by the first session call
@@ -154,6 +126,8 @@ class AcpAgent:
 
     async def runtime(self) -> Runtime:
         """Config, store and tools, loaded once. Raises ConfigError for a bad config."""
+        if self._runtime is not None:
+            return self._runtime
         async with self._runtime_lock:
             if self._runtime is None:
                 self._runtime = await anyio.to_thread.run_sync(self._load_runtime)
@@ -166,8 +140,7 @@ class AcpAgent:
         from acpd.daemon.config import default_data_dir, load_config
         from acpd.daemon.store import SessionStore
         from acpd.daemon.turn import LoopLimits
-        from acpd.tools.builtin import core_registry
-        from acpd.tools.pipeline import ToolPipeline
+        from acpd.tools.setup import build_toolkit
 
         overrides = {"agent.model": self.options.model}
         if self.options.max_line_bytes is not None:
@@ -180,8 +153,8 @@ class AcpAgent:
             agent.max_tool_iterations, agent.context_budget_tokens, agent.max_tokens,
             agent.system_prompt,
         )
-        registry = core_registry(config.tools.file.tools_config())
-        return Runtime(config, store, ToolPipeline(registry), limits)
+        toolkit = build_toolkit(config.tools, data_dir)
+        return Runtime(config, store, toolkit.pipeline, limits, toolkit)
 
     async def authenticate(self, params: Any) -> Any:
         raise invalid_params("acpd offers no authentication methods; none is needed")
@@ -194,6 +167,8 @@ class AcpAgent:
         req = acp.NewSessionRequest.model_validate(params)
         rt = await self.runtime()
         _check_cwd(req.cwd)
+        import uuid
+
         session_id = f"sess_{uuid.uuid4().hex}"
         model = rt.config.agent.model
         rt.store.create(session_id, req.cwd, rt.config.agent.default_mode, model)
@@ -286,6 +261,8 @@ class AcpAgent:
         from acpd.daemon.session import Session
 
         session = Session(session_id, cwd, mode, model, self.conn, rt.store)
+        session.approvals = rt.toolkit.approvals.for_workspace(cwd)
+        session.tools = rt.toolkit.settings.new_state()
         self.sessions[session_id] = session
         return session
 
@@ -399,7 +376,7 @@ class AcpAgent:
         from acpd.tools.pipeline import CallEnv
 
         runner = (
-            EditorTerminalRunner(self.conn, session.id, stopping=lambda: self.stopping)
+            EditorTerminalRunner(self.conn, session.id)
             if self.client.terminal
             else LocalCommandRunner()
         )
@@ -409,8 +386,8 @@ class AcpAgent:
         )
         shell = rt.config.tools.shell
         return CallEnv(
-            session.cwd, session.roots, session.mode, fs, runner, session, session.remembered,
-            shell.timeout, shell.output_byte_limit,
+            session.cwd, session.roots, session.mode, fs, runner, session, session.approvals,
+            session.tools, session.id, shell.timeout, shell.output_byte_limit,
         )
 
 
@@ -420,6 +397,8 @@ def _check_cwd(cwd: str) -> None:
 
 
 def _info(row: SessionRow) -> dict[str, Any]:
+    from datetime import UTC, datetime
+
     info: dict[str, Any] = {
         "sessionId": row.id,
         "cwd": row.cwd,

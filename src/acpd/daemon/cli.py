@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 
@@ -34,7 +33,39 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = sub.add_parser("doctor", help="show config, data dir, providers and capabilities")
     _common(doctor)
+
+    tools = sub.add_parser("tools", help="list, describe or run the tools")
+    tools_sub = tools.add_subparsers(dest="tools_command", metavar="ACTION", required=True)
+    listing = tools_sub.add_parser("list", help="every tool, its executor and effect")
+    _paths(listing)
+    listing.add_argument("--mode", choices=MODES, help="session mode (default: the config's)")
+    describe = tools_sub.add_parser("describe", help="a tool's schema, effect and verdict")
+    _paths(describe)
+    describe.add_argument("tool", help="name or namespaced id")
+    describe.add_argument("--mode", choices=MODES, help="session mode (default: the config's)")
+    describe.add_argument("--cwd", help="workspace the verdict is for (default: here)")
+    run = tools_sub.add_parser("run", help="run one tool call through the runner")
+    _paths(run)
+    run.add_argument("tool", help="name or namespaced id")
+    run.add_argument("--args", default="{}", help="the arguments as a JSON object")
+    run.add_argument("--cwd", help="workspace (default: the current directory)")
+    run.add_argument("--mode", choices=MODES, help="session mode (default: the config's)")
+
+    audit = sub.add_parser("audit", help="read the tool audit log")
+    audit_sub = audit.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
+    tail = audit_sub.add_parser("tail", help="the last lines of audit.jsonl")
+    _paths(tail)
+    tail.add_argument("-n", "--lines", type=int, default=20, help="how many (default 20)")
+    tail.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
     return parser
+
+
+MODES = ("read-only", "ask", "auto")
+
+
+def _paths(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="config file (default: $ACPD_CONFIG or the user's)")
+    parser.add_argument("--data-dir", help="where sessions, approvals and the audit log are")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -59,27 +90,38 @@ def main(argv: list[str] | None = None) -> int:
         from acpd.daemon.doctor import run_doctor
 
         return run_doctor(args.config, args.data_dir, args.model)
+    if args.command in ("tools", "audit"):
+        from acpd.daemon.tools_cli import run_cli
+
+        return run_cli(args)
     build_parser().print_help()
     return 2
 
 
 def serve(args: argparse.Namespace) -> int:
-    from acpd.daemon.stdio import reserve_stdio
+    from acpd.daemon.handshake import answer_first_initialize, reserve_stdio
 
+    if args.max_line_bytes is not None and args.max_line_bytes < 1024:
+        print("acpd: --max-line-bytes must be at least 1024", file=sys.stderr)
+        return 2
     fds = reserve_stdio()
+    # The editor waits for this answer; everything else (anyio, asyncio, pydantic, the
+    # config, the store) loads after it is on the wire.
+    early = answer_first_initialize(fds)
+    if early.eof and not early.leftover:
+        return 0
+    import logging
+
     logging.basicConfig(
         stream=sys.stderr,
         level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
         format="acpd %(levelname)s %(name)s: %(message)s",
     )
-    if args.max_line_bytes is not None and args.max_line_bytes < 1024:
-        print("acpd: --max-line-bytes must be at least 1024", file=sys.stderr)
-        return 2
     import anyio
 
     from acpd.daemon.agent import ServeOptions
     from acpd.daemon.server import serve_stdio
 
     options = ServeOptions(args.config, args.data_dir, args.model, args.max_line_bytes)
-    anyio.run(serve_stdio, fds, options)
+    anyio.run(serve_stdio, fds, options, early)
     return 0

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -77,11 +76,10 @@ class EditorTerminalRunner:
     """Runs `bash -c COMMAND` in an editor terminal that the tool call embeds."""
 
     def __init__(
-        self, conn: Connection, session_id: str, *, stopping: Callable[[], bool] = lambda: False
+        self, conn: Connection, session_id: str
     ) -> None:
         self._conn = conn
         self._session_id = session_id
-        self._stopping = stopping
 
     async def run(
         self, request: CommandRequest, on_terminal: OnTerminal, on_output: OnOutput
@@ -143,11 +141,8 @@ class EditorTerminalRunner:
     async def _request(
         self, method: str, params: dict[str, Any], within: float = TERMINAL_TIMEOUT
     ) -> Any:
-        if self._stopping():
-            # After stdin EOF no answer can be read: still send the request (an editor that
-            # reads on kills and releases the terminal), but do not wait for the answer, or
-            # the daemon would outlive its editor by every timeout in the cleanup path.
-            within = 0
+        # After stdin EOF the connection still sends (an editor that reads on kills and
+        # releases the terminal) but fails the wait at once: no answer can arrive.
         try:
             return await self._conn.request(method, params, timeout=within)
         except PeerError as exc:

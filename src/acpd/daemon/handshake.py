@@ -1,4 +1,9 @@
-"""The `initialize` exchange as a pure function, and a way to answer it before the event loop.
+"""Start-up before the event loop: the protocol descriptors and the first `initialize`.
+
+`reserve_stdio()` moves the protocol to private descriptors and points fd 1 at stderr and
+fd 0 at /dev/null, so a stray `print()`, a library that writes to stdout, or a child process
+that inherits the standard streams can neither corrupt the stream nor swallow the editor's
+next request.
 
 An editor always sends `initialize` first and waits for it. `answer_first_initialize()` reads
 that first line with a plain blocking read and answers it straight away, before anyio,
@@ -11,6 +16,7 @@ exactly as it would have.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +27,23 @@ from acpd.protocol.framing import encode
 
 PROTOCOL_VERSION = 1
 FIRST_LINE_CAP = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolFds:
+    read_fd: int
+    write_fd: int
+
+
+def reserve_stdio() -> ProtocolFds:
+    read_fd = os.dup(0)  # dup'd descriptors are non-inheritable (PEP 446)
+    write_fd = os.dup(1)
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    return ProtocolFds(read_fd, write_fd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +60,10 @@ def initialize_result(params: Any) -> tuple[dict[str, Any], ClientCaps]:
     version = params.get("protocolVersion")
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
         raise invalid_params("protocolVersion must be a non-negative integer")
-    caps = params.get("clientCapabilities")
-    caps = caps if isinstance(caps, dict) else {}
-    fs = caps.get("fs") if isinstance(caps.get("fs"), dict) else {}
+    raw_caps = params.get("clientCapabilities")
+    caps: dict[str, Any] = raw_caps if isinstance(raw_caps, dict) else {}
+    raw_fs = caps.get("fs")
+    fs: dict[str, Any] = raw_fs if isinstance(raw_fs, dict) else {}
     client = ClientCaps(
         read_text_file=fs.get("readTextFile") is True,
         write_text_file=fs.get("writeTextFile") is True,
@@ -69,7 +93,12 @@ class EarlyStart:
     eof: bool = False
 
 
-def answer_first_initialize(read_fd: int, write_fd: int) -> EarlyStart:
+def answer_first_initialize(fds: ProtocolFds) -> EarlyStart:
+    """Read the first line with blocking reads and answer it if it is a good `initialize`.
+
+    Must run before the descriptors are switched to non-blocking mode (FdWriter does that).
+    """
+    read_fd, write_fd = fds.read_fd, fds.write_fd
     buffer = b""
     while b"\n" not in buffer:
         chunk = os.read(read_fd, 1 << 16)
@@ -88,6 +117,11 @@ def answer_first_initialize(read_fd: int, write_fd: int) -> EarlyStart:
         return EarlyStart(buffer, None)
     data = encode(jsonrpc.result(message.id, result))
     view = memoryview(data)
-    while view:
-        view = view[os.write(write_fd, view) :]
+    try:
+        while view:
+            view = view[os.write(write_fd, view) :]
+    except OSError as exc:
+        # The editor is not reading (EPIPE): the event loop's writer meets the same error,
+        # says so in the log and drains; the daemon still ends at stdin EOF.
+        print(f"acpd: cannot write to the editor: {exc}", file=sys.stderr)
     return EarlyStart(rest, client)

@@ -36,8 +36,12 @@ async def run_prompt(
             session.turn_scope = scope
             if session.cancelling:
                 scope.cancel()
+            # The user may have edited files since the last turn: no cached result survives.
+            env.state.cache.invalidate()
             stop = await _dispatch(session, prompt_text(blocks), rt, env)
-        if scope.cancelled_caught or session.cancelling:
+        # Once a cancel was asked for, the answer is "cancelled" even if the turn reached its
+        # end before it noticed (ACP: never report a cancelled turn as finished).
+        if scope.cancel_called or session.cancelling:
             stop = "cancelled"
     finally:
         session.end_turn()

@@ -78,8 +78,11 @@ class Connection:
         writer: ByteSender,
         *,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        initial: bytes = b"",
     ) -> None:
         self._reader = reader
+        self._initial = initial
+        """Bytes already read before the loop started (see daemon/handshake.py)."""
         self._writer = writer
         self._decoder = LineDecoder(max_line_bytes)
         self._send_stream: MemoryObjectSendStream[bytes]
@@ -101,7 +104,10 @@ class Connection:
         self.max_in_flight = MAX_IN_FLIGHT
         self.slot_wait = SLOT_WAIT
         self._slot_freed = anyio.Event()
+        self._background: list[Callable[[], Awaitable[None]]] = []
         self.initialized = False
+        self.input_closed = False
+        """Stdin reached EOF: the editor can send nothing more, answers included."""
         self.closed = anyio.Event()
 
     @property
@@ -120,6 +126,17 @@ class Connection:
         await self._enqueue(encode(message))
 
     async def _enqueue(self, data: bytes) -> None:
+        try:
+            # Without a checkpoint while there is room: a handler that sends an update and
+            # then returns queues both before the writer wakes, and they go out in one write.
+            self._send_stream.send_nowait(data)
+        except anyio.WouldBlock:
+            pass
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            log.debug("dropping a message sent after the connection closed")
+            return
+        else:
+            return
         try:
             await self._send_stream.send(data)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -149,6 +166,10 @@ class Connection:
             await self.send(jsonrpc.request(msg_id, method, params))
             if self._write_failed:
                 self._fail_pending("cannot write to the editor")
+            elif self.input_closed:
+                # Still sent (an editor that reads on can act on a kill or a release), but
+                # no answer can arrive.
+                self._fail_pending("the editor closed its end of the connection")
             with anyio.fail_after(math.inf if timeout is None else timeout):
                 await pending.done.wait()
             answered = True
@@ -156,7 +177,7 @@ class Connection:
             raise PeerError(method, None, f"no answer within {timeout:g} s") from None
         finally:
             self._pending.pop(msg_id, None)
-            if not answered and not self.closed.is_set():
+            if not answered and not self.closed.is_set() and not self.input_closed:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(1):
                     await self.notify("$/cancel_request", {"requestId": msg_id})
         if pending.error is not None:
@@ -172,6 +193,9 @@ class Connection:
             try:
                 async with anyio.create_task_group() as tg:
                     self._task_group = tg
+                    for job in self._background:
+                        tg.start_soon(self._run_background, job)
+                    self._background.clear()
                     await self._read_loop()
                     if self.on_eof is not None:
                         # Stop turns, kill children and release terminals, but never
@@ -190,7 +214,17 @@ class Connection:
                 # Deliver what is queued, but not to an editor that stopped reading.
                 writer_group.cancel_scope.deadline = anyio.current_time() + self.flush_grace
 
+    def start_soon(self, job: Callable[[], Awaitable[None]]) -> None:
+        """Run `job` as a background task of this connection (from `serve()` on)."""
+        if self._task_group is None:
+            self._background.append(job)
+        else:
+            self._task_group.start_soon(self._run_background, job)
+
     async def _read_loop(self) -> None:
+        if self._initial:
+            await self._dispatch_all(self._decoder.feed(self._initial))
+            self._initial = b""
         while True:
             try:
                 data = await self._reader.receive()
@@ -198,10 +232,21 @@ class Connection:
                 log.error("cannot read from the editor, stopping: %s", exc)
                 data = b""
             frames = self._decoder.feed(data) if data else self._decoder.close()
-            for frame in frames:
-                await self._dispatch_frame(frame)
+            await self._dispatch_all(frames)
             if not data:
+                # Nothing can answer our requests any more: fail the waits now, so the
+                # shutdown path (kill, release) does not sit out every timeout.
+                self.input_closed = True
+                self._fail_pending("the editor closed its end of the connection")
                 return
+
+    async def _dispatch_all(self, frames: list[Frame]) -> None:
+        for index, frame in enumerate(frames):
+            if index:
+                # Let the requests started so far run before the next frame of a pipelined
+                # burst is dispatched: it is then served as it arrives, not piled up as tasks.
+                await anyio.lowlevel.checkpoint()
+            await self._dispatch_frame(frame)
 
     async def _write_loop(self) -> None:
         async with self._receive_stream:
@@ -280,9 +325,6 @@ class Connection:
             return
         assert self._task_group is not None
         self._task_group.start_soon(self._run_request, req, scope)
-        # Let the new task start before the next frame is read: a pipelined burst is then
-        # served as it arrives instead of piling up as tasks.
-        await anyio.lowlevel.checkpoint()
 
     async def _run_request(self, req: jsonrpc.Request, scope: anyio.CancelScope) -> None:
         then: Callable[[], Awaitable[None]] | None = None
@@ -321,6 +363,12 @@ class Connection:
             return to_rpc_error(exc)
         finally:
             self._incoming.pop(req.id, None)
+
+    async def _run_background(self, job: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await job()
+        except Exception:
+            log.exception("background job failed")
 
     async def _follow_up(self, method: str, then: Callable[[], Awaitable[None]]) -> None:
         try:

@@ -1,17 +1,9 @@
-"""Byte transport over the process's stdin and stdout.
-
-At start-up `reserve_stdio()` moves the protocol to private descriptors and points fd 1 at
-stderr and fd 0 at /dev/null, so a stray `print()`, a library that writes to stdout, or a
-child process that inherits the standard streams can neither corrupt the stream nor swallow
-the editor's next request.
-"""
+"""Byte transport over the protocol descriptors (see `handshake.reserve_stdio`)."""
 
 from __future__ import annotations
 
 import os
 import stat
-import sys
-from dataclasses import dataclass
 from typing import Protocol
 
 import anyio
@@ -32,21 +24,6 @@ class ByteSender(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class ProtocolFds:
-    read_fd: int
-    write_fd: int
-
-
-def reserve_stdio() -> ProtocolFds:
-    read_fd = os.dup(0)  # dup'd descriptors are non-inheritable (PEP 446)
-    write_fd = os.dup(1)
-    sys.stdout.flush()
-    os.dup2(2, 1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    return ProtocolFds(read_fd, write_fd)
 
 
 class FdReader:

@@ -8,9 +8,13 @@ after three rounds with identical tool output, and a stop when the estimated con
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from dataclasses import dataclass, field
+
+import anyio
+import anyio.lowlevel
 
 from acpd.daemon import updates
 from acpd.daemon.session import Session
@@ -74,9 +78,10 @@ async def run_turn(
     recent: list[str] = []
     rounds = 0
     while True:
+        # Built per request: the mode, the rules and the anomaly blocks may have changed.
         tools = [
-            ToolDefinition(s.name, s.description, s.input_schema())
-            for s in pipeline.registry.catalog(env.mode)
+            ToolDefinition(name, s.description, s.input_schema())
+            for name, s in pipeline.catalog(env.mode, env.state)
         ]
         request = ModelRequest(system, list(session.history), tools, limits.max_tokens)
         if estimate_tokens(request) > CONTEXT_STOP_RATIO * budget:
@@ -126,19 +131,24 @@ async def call_model(session: Session, provider: Provider, request: ModelRequest
     reply = ModelReply()
     parts: list[str] = []
     try:
-        async for event in provider.stream(request):
-            if isinstance(event, TextDelta):
-                parts.append(event.text)
-                await session.send(updates.message_chunk("agent_message_chunk", event.text))
-            elif isinstance(event, ThoughtDelta):
-                await session.send(updates.message_chunk("agent_thought_chunk", event.text))
-            elif isinstance(event, ToolCallEvent):
-                reply.calls.append(event.call)
-            elif isinstance(event, UsageEvent):
-                reply.input_tokens += event.input_tokens
-                reply.output_tokens += event.output_tokens
-            elif isinstance(event, StopEvent):
-                reply.stop = event.reason
+        # aclosing: a cancelled turn must close the HTTP stream now, not at garbage collection.
+        async with contextlib.aclosing(provider.stream(request)) as events:
+            async for event in events:
+                # Sends to the editor need not yield, so check here: a cancelled turn stops
+                # at the next event even when the provider streams from memory.
+                await anyio.lowlevel.checkpoint_if_cancelled()
+                if isinstance(event, TextDelta):
+                    parts.append(event.text)
+                    await session.send(updates.message_chunk("agent_message_chunk", event.text))
+                elif isinstance(event, ThoughtDelta):
+                    await session.send(updates.message_chunk("agent_thought_chunk", event.text))
+                elif isinstance(event, ToolCallEvent):
+                    reply.calls.append(event.call)
+                elif isinstance(event, UsageEvent):
+                    reply.input_tokens += event.input_tokens
+                    reply.output_tokens += event.output_tokens
+                elif isinstance(event, StopEvent):
+                    reply.stop = event.reason
     finally:
         reply.text = "".join(parts)
         if reply.text:
