@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 
 from acpd.policy import cli
+from acpd.policy.cli_args import register
 
 from .conftest import CORPUS, REFERENCE
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     parser = argparse.ArgumentParser(prog="acpd")
-    cli.register(parser.add_subparsers(dest="command"))
+    register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(argv)
     code = cli.run(args)
     return code, capsys.readouterr().out
@@ -72,3 +73,23 @@ def test_test_command(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = _run(["policy", "test", str(CORPUS)], capsys)  # the default policy differs
     assert code == 1
     print(out, file=sys.stderr)
+
+
+def test_the_light_argument_module_offers_every_trust_level() -> None:
+    from acpd.policy.cli_args import TRUST_CHOICES
+    from acpd.policy.rules import TRUST_LEVELS
+
+    assert TRUST_CHOICES == TRUST_LEVELS
+
+
+def test_acpd_policy_check_through_the_main_command(tmp_path: Path) -> None:
+    import subprocess
+
+    result = subprocess.run(
+        [sys.executable, "-m", "acpd", "policy", "check", "--json", "--cwd", str(tmp_path),
+         "--", "git push --force origin main"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    decision = json.loads(result.stdout)
+    assert decision["verdict"] == "deny" and decision["policy_hash"]

@@ -57,6 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     _paths(tail)
     tail.add_argument("-n", "--lines", type=int, default=20, help="how many (default 20)")
     tail.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
+
+    from acpd.policy.cli_args import register as register_policy
+
+    register_policy(sub)
     return parser
 
 
@@ -90,6 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         from acpd.daemon.doctor import run_doctor
 
         return run_doctor(args.config, args.data_dir, args.model)
+    if args.command == "policy":
+        from acpd.policy.cli import run as run_policy
+
+        return run_policy(args)
     if args.command in ("tools", "audit"):
         from acpd.daemon.tools_cli import run_cli
 

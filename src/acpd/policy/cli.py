@@ -1,7 +1,7 @@
 """`acpd policy check|explain|test`: functions the daemon's CLI registers and calls.
 
-Wiring (in acpd/daemon/cli.py): `from acpd.policy.cli import register, run` ;
-`register(sub)` in build_parser() ; `if args.command == "policy": return run(args)` in main().
+The arguments are declared in `cli_args.py`, which imports nothing heavy: the daemon's
+parser includes them on every start, `serve` included.
 Exit codes of `check`: 0 allow, 1 ask, 2 deny, 3 the policy could not be loaded.
 """
 
@@ -18,38 +18,9 @@ from typing import Any, TextIO
 from acpd.policy.decision import RANK
 from acpd.policy.engine import CompiledPolicy
 from acpd.policy.reload import PolicyHandle
-from acpd.policy.rules import TRUST_LEVELS, Trust
+from acpd.policy.rules import Trust
 
 EXIT = {"allow": 0, "ask": 1, "deny": 2}
-
-
-def register(sub: Any) -> argparse.ArgumentParser:
-    """Add `policy` (with check/explain/test) to an argparse subparsers object."""
-    policy: argparse.ArgumentParser = sub.add_parser(
-        "policy", help="check commands against the shell policy")
-    psub = policy.add_subparsers(dest="policy_command", metavar="ACTION", required=True)
-
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--config", help="policy file layered over the default")
-        p.add_argument("--plugins", action="append", default=[],
-                       help="plugin directory with overlays (repeatable)")
-
-    check_p = psub.add_parser("check", help="judge one command")
-    common(check_p)
-    check_p.add_argument("--cwd", help="working directory / workspace (default: .)")
-    check_p.add_argument("--trust", choices=TRUST_LEVELS, help="override the trust level")
-    check_p.add_argument("--json", action="store_true", help="print the decision as JSON")
-    check_p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- COMMAND...")
-
-    explain_p = psub.add_parser("explain", help="show the merged policy and rule sources")
-    common(explain_p)
-    explain_p.add_argument("--json", action="store_true")
-
-    test_p = psub.add_parser("test", help="run a JSONL corpus and print the rates")
-    common(test_p)
-    test_p.add_argument("file", help="corpus file (one JSON object a line)")
-    test_p.add_argument("--verbose", "-v", action="store_true", help="print failing lines")
-    return policy
 
 
 def run(args: argparse.Namespace) -> int:
