@@ -25,6 +25,12 @@ pytestmark = pytest.mark.anyio
 PERMISSION_KINDS = ["allow_once", "allow_always", "reject_once", "reject_always"]
 
 
+def asks(word: str, file: str = "ran.txt") -> str:
+    """A command that appends `word` to `file` and that the default shell policy asks for
+    (interpreter inline code); `echo` alone would run without a prompt."""
+    return f"python3 -c 'print(\"{word}\")' >> {file}"
+
+
 def bash_turns(*commands: str, final: str = "done") -> list[dict[str, Any]]:
     turns: list[dict[str, Any]] = [
         {"tool_calls": [{"name": "bash", "arguments": {"command": c}}]} for c in commands
@@ -110,8 +116,8 @@ async def test_each_permission_option(
 ) -> None:
     """The same command twice, then a different one. "always" answers are remembered for the
     identical command only; "once" answers ask every time. Allowed commands really run."""
-    same = "echo same >> ran.txt"
-    other = "echo other >> ran.txt"
+    same = asks("same")
+    other = asks("other")
     script = write_script(tmp_path / "s.json", bash_turns(same, same, other))
     client = RecordingClient(answer=always(option))
     async with acpd(
@@ -159,7 +165,7 @@ async def test_a_cancelled_permission_answer_ends_the_turn_cancelled(
     """An editor may answer a permission request "cancelled" on its own (the user closed the
     dialog): the call fails, the prompt answers `cancelled`, and the session goes on."""
     script = write_script(
-        tmp_path / "s.json", [*bash_turns("echo never >> ran.txt", final="unused")[:1],
+        tmp_path / "s.json", [*bash_turns(asks("never"), final="unused")[:1],
                               {"text": "after"}],
     )
     client = RecordingClient(answer=always(None))
@@ -182,7 +188,7 @@ async def test_cancel_while_the_user_decides_closes_the_card(
 ) -> None:
     """`session/cancel` during a permission request: the client answers "cancelled" (as ACP
     asks), the card ends failed, the command never runs, the prompt answers `cancelled`."""
-    script = write_script(tmp_path / "s.json", bash_turns("echo never >> ran.txt"))
+    script = write_script(tmp_path / "s.json", bash_turns(asks("never")))
     gate = asyncio.Event()
     client = RecordingClient(answer=always(None), permission_gate=gate)
     async with acpd(

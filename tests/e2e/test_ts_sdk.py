@@ -22,7 +22,8 @@ from tests.e2e.schema import REPO, TS_DIR, assert_valid_log, read_log
 
 pytestmark = [pytest.mark.node, pytest.mark.slow]
 
-BASH = "echo ts-bash; ls"
+# python3 -c: the default shell policy asks for inline interpreter code, so this prompts.
+BASH = "echo ts-bash; ls; python3 -c 'print(1)'"
 TREE = (
     "echo $$ >> pids.txt; "
     "(echo $BASHPID >> pids.txt; sleep 60 & echo $! >> pids.txt; wait) & "

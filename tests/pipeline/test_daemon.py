@@ -14,6 +14,8 @@ from tests.e2e.harness import acpd, write_script
 
 pytestmark = pytest.mark.anyio
 OPTIONS = ["allow_once", "allow_always", "reject_once", "reject_always"]
+# The default shell policy asks for interpreter inline code (echo alone would just run).
+ASKS = """python3 -c 'print("a")' >> ran.txt"""
 
 
 def turns(*calls: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -30,8 +32,8 @@ async def test_each_option_is_audited_with_who_approved(
 ) -> None:
     script = write_script(tmp_path / "s.json", turns(
         ("read", {"path": "hello.txt"}),
-        ("bash", {"command": "echo a >> ran.txt"}),
-        ("bash", {"command": "echo a >> ran.txt"}),
+        ("bash", {"command": ASKS}),
+        ("bash", {"command": ASKS}),
     ))
     client = RecordingClient(answer=always(option))
     async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
@@ -41,7 +43,7 @@ async def test_each_option_is_audited_with_who_approved(
         assert await run.prompt(session_id, "go") == "end_turn"
         asked = client.calls("session/request_permission")
         assert [a["toolCall"]["title"] for a in asked] == (
-            ["echo a >> ran.txt"] * (1 if option.endswith("always") else 2))
+            [ASKS] * (1 if option.endswith("always") else 2))
     lines = audit(data_dir)
     assert [line["name"] for line in lines] == ["read", "bash", "bash"]
     assert all(line["session"] == session_id and line["caller_id"] == "model" for line in lines)
@@ -64,7 +66,8 @@ async def test_each_option_is_audited_with_who_approved(
 async def test_always_allow_survives_a_restart_for_the_same_workspace(
     tmp_path: Path, data_dir: Path, workspace: Path
 ) -> None:
-    script = write_script(tmp_path / "s.json", turns(("bash", {"command": "echo x >> r.txt"})))
+    command = """python3 -c 'print("x")' >> r.txt"""
+    script = write_script(tmp_path / "s.json", turns(("bash", {"command": command})))
     for n, answer in enumerate(["allow_always", "reject_once"]):
         client = RecordingClient(answer=always(answer))
         async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
@@ -125,4 +128,5 @@ async def test_quota_and_auto_mode_through_the_daemon(
         assert "quota_blocked" in second["content"][-1]["content"]["text"]
     assert (workspace / "q.txt").read_text() == "1\n"
     lines = audit(data_dir)
-    assert lines[0]["approved_by"] == "mode" and lines[1]["decision"] == "quota_blocked"
+    # Auto mode asks nothing of its own; the shell policy allowed echo.
+    assert lines[0]["approved_by"] == "policy" and lines[1]["decision"] == "quota_blocked"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -87,4 +88,25 @@ def test_fuzz_judge_never_crashes(reference: CompiledPolicy, workspace: str, tex
 @given(text=st.text(max_size=300))
 def test_fuzz_unicode_text(reference: CompiledPolicy, workspace: str, text: str) -> None:
     d = reference.judge(text, cwd=workspace)
+    assert d.verdict in ("allow", "ask", "deny")
+
+
+@pytest.mark.parametrize("char", ["\U000a0000", "\U000e0001", "\U000f0000", "\U0010ffff"])
+def test_high_plane_characters_never_reach_the_parser(
+    reference: CompiledPolicy, workspace: str, char: str
+) -> None:
+    # `$${` followed by one of these crashed tree-sitter-bash 0.25 about half the time
+    # (a segfault: the whole daemon). Repeat so a regression shows up reliably.
+    for _ in range(50):
+        d = reference.judge(f"echo $${{{char}}}", cwd=workspace)
+        assert d.verdict == "deny"
+        assert "input.unparsable-char" in d.rules
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(text=st.text(alphabet=st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF),
+                    max_size=20))
+def test_fuzz_supplementary_planes(reference: CompiledPolicy, workspace: str, text: str) -> None:
+    d = reference.judge("$${" + text, cwd=workspace)
     assert d.verdict in ("allow", "ask", "deny")

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from acpd.daemon.store import SessionRow, SessionStore
     from acpd.daemon.turn import LoopLimits
     from acpd.protocol import acp
+    from acpd.tools.capabilities import CommandRunner
     from acpd.tools.pipeline import CallEnv, ToolPipeline
     from acpd.tools.setup import Toolkit
 
@@ -104,6 +105,8 @@ class AcpAgent:
         for session in list(self.sessions.values()):
             await session.idle.wait()
         if self._runtime is not None:
+            if self._runtime.pipeline.shell is not None:
+                self._runtime.pipeline.shell.close()  # the policy watchers end with us
             self._runtime.store.close()
 
     # --- initialize (no heavy imports on this path) ------------------------------------------
@@ -132,12 +135,15 @@ class AcpAgent:
             if self._runtime is None:
                 self._runtime = await anyio.to_thread.run_sync(self._load_runtime)
                 self.conn.max_line_bytes = self._runtime.config.protocol.max_line_bytes
+                if self._runtime.pipeline.shell is not None:
+                    # Hot reload: watchers run as the connection's background tasks.
+                    self._runtime.pipeline.shell.attach(self.conn.start_soon, self.conn.notify)
             return self._runtime
 
     def _load_runtime(self) -> Runtime:
         from pathlib import Path
 
-        from acpd.daemon.config import default_data_dir, load_config
+        from acpd.daemon.config import config_path, default_data_dir, load_config
         from acpd.daemon.store import SessionStore
         from acpd.daemon.turn import LoopLimits
         from acpd.tools.setup import build_toolkit
@@ -153,7 +159,12 @@ class AcpAgent:
             agent.max_tool_iterations, agent.context_budget_tokens, agent.max_tokens,
             agent.system_prompt,
         )
-        toolkit = build_toolkit(config.tools, data_dir)
+        # filters.toml is looked up beside the config file (which need not exist).
+        config_dir = config_path(self.options.config_path).parent
+        toolkit = build_toolkit(config.tools, data_dir, config_dir=config_dir)
+        expired = store.expire_overflow(config.tools.overflow.retention_days)
+        if expired:
+            log.info("expired %d stored tool outputs", expired)
         return Runtime(config, store, toolkit.pipeline, limits, toolkit)
 
     async def authenticate(self, params: Any) -> Any:
@@ -367,27 +378,46 @@ class AcpAgent:
         req = acp.PromptRequest.model_validate(params)
         session = self._live(req.session_id)
         rt = await self.runtime()
+        shell = rt.pipeline.shell
+        notice = shell.take_notice(session.id) if shell and session.idle.is_set() else None
+        if notice is not None:
+            # Outside a turn an agent message would break the turn's order: it waits for
+            # the next prompt of a session whose policy kept its last good version.
+            await session.say(notice + "\n\n")
+        problems = rt.pipeline.output.take_warnings() if session.idle.is_set() else None
+        if problems:
+            # Once per daemon, where the user looks: a broken filters.toml must not go unseen.
+            await session.say(problems + "\n\n")
         stop = await run_prompt(session, req.prompt, rt, self._env(rt, session))
         return {"stopReason": stop}
 
     def _env(self, rt: Runtime, session: Session) -> CallEnv:
         from acpd.daemon.editor import EditorFileSystem, EditorTerminalRunner
         from acpd.daemon.local import LocalCommandRunner
+        from acpd.tools.overflow import SessionOverflow
         from acpd.tools.pipeline import CallEnv
 
-        runner = (
+        shell = rt.config.tools.shell
+        runner: CommandRunner = (
             EditorTerminalRunner(self.conn, session.id)
             if self.client.terminal
-            else LocalCommandRunner()
+            else LocalCommandRunner(env_blocklist=shell.env_blocklist)
         )
+        if shell.transactional:
+            from acpd.tools.transaction import TransactionalRunner, TransactionSettings
+
+            runner = TransactionalRunner(runner, TransactionSettings(
+                frozenset(shell.auto_rollback_exit_codes), shell.snapshot_required,
+                shell.max_snapshot_bytes,
+            ))
         fs = EditorFileSystem(
             self.conn, session.id,
             can_read=self.client.read_text_file, can_write=self.client.write_text_file,
         )
-        shell = rt.config.tools.shell
         return CallEnv(
             session.cwd, session.roots, session.mode, fs, runner, session, session.approvals,
             session.tools, session.id, shell.timeout, shell.output_byte_limit,
+            overflow=SessionOverflow(rt.store, session.id),
         )
 
 

@@ -7,11 +7,12 @@ looked up at `--config`, then `$ACPD_CONFIG`, then `<user config dir>/acpd/confi
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from acpd.daemon.errors import ConfigError
 from acpd.protocol.framing import DEFAULT_MAX_LINE_BYTES
@@ -51,9 +52,85 @@ class ProvidersConfig(Section):
     anthropic: ProviderConfig = Field(default_factory=ProviderConfig)
 
 
+# Variables that must not reach a command the model wrote: credentials of the daemon's own
+# providers and of common services. Globs on the name, case-insensitive.
+DEFAULT_ENV_BLOCKLIST = (
+    "*API_KEY*", "*APIKEY*", "*ACCESS_KEY*", "*ACCESSKEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*",
+    "*PASSWD*", "*CREDENTIAL*", "*PRIVATE_KEY*", "*PRIVATEKEY*", "*AUTH*",
+)
+
+
 class ShellConfig(Section):
     timeout: float = Field(120.0, gt=0, le=3600)
     output_byte_limit: int = Field(1 << 20, ge=1024, le=1 << 30)
+    policy_file: str | None = None
+    """A shell policy TOML layered over the embedded default (docs/policy.md)."""
+    trust: Literal["untrusted", "provisional", "trusted"] = "provisional"
+    """Trust of a workspace not listed in trusted_workspaces."""
+    trusted_workspaces: list[str] = Field(default_factory=list)
+    """A session whose cwd is under one of these is trusted (and loads <cwd>/.acpd/plugins)."""
+    plugin_dirs: list[str] | None = None
+    """Plugin directories; None: <user config dir>/acpd/plugins."""
+    env_blocklist: list[str] = Field(default_factory=lambda: list(DEFAULT_ENV_BLOCKLIST))
+    """Names or globs (case-insensitive) stripped from a local command's environment."""
+    transactional: bool = False
+    """Snapshot the files a write command targets; roll back on auto_rollback_exit_codes."""
+    auto_rollback_exit_codes: list[int] = Field(default_factory=lambda: [1, 2])
+    snapshot_required: bool = False
+    """Refuse to run a write command whose targets could not be snapshotted."""
+    max_snapshot_bytes: int = Field(0, ge=0)
+    """0: unlimited; otherwise a snapshot larger than this fails."""
+
+    @field_validator("policy_file")
+    @classmethod
+    def _policy_file(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        path = Path(value).expanduser()
+        if not path.is_absolute():
+            raise ValueError(f"must be an absolute path, not {value!r}")
+        from acpd.policy.rules import PolicyError, load_base
+
+        try:
+            load_base(path)
+        except PolicyError as exc:
+            raise ValueError(f"not a valid shell policy: {exc}") from None
+        return str(path)
+
+    @field_validator("trusted_workspaces", "plugin_dirs")
+    @classmethod
+    def _absolute(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        paths = [os.path.expanduser(v) for v in value]
+        bad = [v for v, p in zip(value, paths, strict=True) if not v or not os.path.isabs(p)]
+        if bad:
+            raise ValueError(f"paths must be absolute (~ allowed): {bad}")
+        return [os.path.normpath(p) for p in paths]
+
+    @field_validator("env_blocklist")
+    @classmethod
+    def _env_names(cls, value: list[str]) -> list[str]:
+        bad = [v for v in value if not _ENV_GLOB.fullmatch(v)]
+        if bad:
+            raise ValueError(f"not variable names or globs (letters, digits, _ * ? [ ] !): {bad}")
+        return value
+
+    @field_validator("auto_rollback_exit_codes")
+    @classmethod
+    def _exit_codes(cls, value: list[int]) -> list[int]:
+        bad = [v for v in value if not 1 <= v <= 255]
+        if bad:
+            raise ValueError(f"exit codes are 1..255 (0 never rolls back): {bad}")
+        return value
+
+    def plugin_paths(self) -> list[Path]:
+        if self.plugin_dirs is not None:
+            return [Path(p) for p in self.plugin_dirs]
+        return [default_config_path().parent / "plugins"]
+
+
+_ENV_GLOB = re.compile(r"[A-Za-z0-9_*?\[\]!-]+")
 
 
 # Secrets a model has no business reading. A pattern without a slash matches at any depth;
@@ -122,6 +199,33 @@ class AuditConfig(Section):
     """fdatasync every line: survives a machine crash, costs a disk flush per call."""
 
 
+class FilterSecurityConfig(Section):
+    enabled: bool = True
+    """Redact credentials in tool output (model, editor, audit, session storage)."""
+    extra_patterns: list[str] = Field(default_factory=list)
+    """More regexes to redact (a capture group redacts only the group)."""
+
+
+class FiltersConfig(Section):
+    """`[tools.filters]`: the declarative output filters (tools/filters)."""
+
+    enabled: bool = True
+    filters_path: str | None = None
+    """A filters.toml overriding the built-in rules; default: filters.toml beside the config."""
+    disabled: list[str] = Field(default_factory=list)
+    """Rule names switched off."""
+    security: FilterSecurityConfig = Field(default_factory=FilterSecurityConfig)
+
+
+class OverflowConfig(Section):
+    """`[tools.overflow]`: outputs longer than `threshold` characters are stored whole."""
+
+    threshold: int = Field(50_000, ge=1000, le=10_000_000)
+    max_overflow_bytes: int = Field(10 * 1024 * 1024, ge=0)
+    """Largest stored entry (0: unlimited)."""
+    retention_days: float = Field(7.0, gt=0, le=36_500)
+
+
 class ToolsConfig(Section):
     enabled: list[str] = Field(default_factory=lambda: ["core__*"])
     """Globs on tool ids (or names); anything not matched is denied and never shown."""
@@ -134,6 +238,8 @@ class ToolsConfig(Section):
     result_cache: ResultCacheConfig = Field(default_factory=ResultCacheConfig)
     anomaly: AnomalyConfig = Field(default_factory=AnomalyConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
+    filters: FiltersConfig = Field(default_factory=FiltersConfig)
+    overflow: OverflowConfig = Field(default_factory=OverflowConfig)
 
     def rule_entries(self) -> dict[str, list[tuple[str, Literal["allow", "ask", "deny"]]]]:
         """Every rule as (pattern, action), by tool, whichever form the file used."""

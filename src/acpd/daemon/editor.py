@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 
 from acpd.daemon.errors import PeerError
-from acpd.daemon.local import QUIET_ENV, LocalFileSystem
+from acpd.daemon.local import QUIET_ENV, LocalFileSystem, check_cwd
 from acpd.daemon.rpc import Connection
 from acpd.tools.capabilities import CommandRequest, CommandResult, OnOutput, OnTerminal
 
@@ -19,6 +19,8 @@ FS_TIMEOUT = 30.0
 TERMINAL_TIMEOUT = 15.0
 KILL_GRACE = 2.0
 RELEASE_TIMEOUT = 2.0
+POLL_INTERVAL = 0.5
+"""How often `terminal/output` is polled while a command runs, to stream it into the card."""
 
 
 class EditorFileSystem:
@@ -76,14 +78,16 @@ class EditorTerminalRunner:
     """Runs `bash -c COMMAND` in an editor terminal that the tool call embeds."""
 
     def __init__(
-        self, conn: Connection, session_id: str
+        self, conn: Connection, session_id: str, *, poll_interval: float = POLL_INTERVAL
     ) -> None:
         self._conn = conn
         self._session_id = session_id
+        self._poll_interval = poll_interval
 
     async def run(
         self, request: CommandRequest, on_terminal: OnTerminal, on_output: OnOutput
     ) -> CommandResult:
+        check_cwd(request)
         env = [{"name": k, "value": v} for k, v in {**QUIET_ENV, **request.env}.items()]
         created = await self._request(
             "terminal/create",
@@ -112,9 +116,15 @@ class EditorTerminalRunner:
         timed_out = False
         try:
             with anyio.move_on_after(request.timeout) as deadline:
-                exit_status = await self._conn.request(
-                    "terminal/wait_for_exit", self._ids(terminal_id), timeout=None
-                )
+                done = anyio.Event()
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._poll, terminal_id, on_output, done)
+                    exit_status = await self._conn.request(
+                        "terminal/wait_for_exit", self._ids(terminal_id), timeout=None
+                    )
+                    # Stop polling, but let a `terminal/output` in flight finish: cancelling
+                    # it would only make the editor do the work for nothing.
+                    done.set()
             if deadline.cancelled_caught:
                 timed_out = True
                 exit_status = await self._kill(terminal_id)
@@ -124,6 +134,28 @@ class EditorTerminalRunner:
             raise
         output = await self._request("terminal/output", self._ids(terminal_id))
         return _result(terminal_id, output, exit_status, timed_out)
+
+    async def _poll(
+        self, terminal_id: str, on_output: OnOutput, done: anyio.Event
+    ) -> None:
+        """Stream the terminal's output into the card while the command runs (the card also
+        embeds the terminal; an editor that does not render it still shows the text).
+        Returns once `done` is set."""
+        shown = ""
+        while True:
+            with anyio.move_on_after(self._poll_interval):
+                await done.wait()
+            if done.is_set():
+                return
+            try:
+                output = await self._request("terminal/output", self._ids(terminal_id))
+            except OSError as exc:  # the final read after the exit still gets the output
+                log.debug("polling terminal %s failed: %s", terminal_id, exc)
+                continue
+            text = output.get("output") if isinstance(output, dict) else None
+            if isinstance(text, str) and text != shown:
+                shown = text
+                await on_output(text)
 
     async def _kill(self, terminal_id: str) -> Any:
         """Kill, then give the process a short grace to report its exit."""

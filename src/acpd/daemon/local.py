@@ -6,35 +6,56 @@ Used when the editor does not offer `fs/*` or `terminal/*`; the same policy appl
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import re
 import signal
 import subprocess
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 import anyio.abc
 import anyio.to_thread
 
+from acpd.daemon.config import DEFAULT_ENV_BLOCKLIST
 from acpd.tools.capabilities import CommandRequest, CommandResult, OnOutput, OnTerminal
 
 KILL_GRACE = 2.0
 STREAM_INTERVAL = 0.25
 
-# Variables that must not reach a command the model wrote: credentials of the daemon's own
-# providers and of common services. Matched on the name, case-insensitively.
-SECRET_ENV = re.compile(
-    r"(API_?KEY|ACCESS_?KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_?KEY|AUTH)",
-    re.IGNORECASE,
-)
 QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb"}
 
 
-def child_env(extra: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not SECRET_ENV.search(k)}
+def env_matcher(blocklist: Sequence[str]) -> re.Pattern[str]:
+    """One case-insensitive regex for `[tools.shell] env_blocklist` (names or globs)."""
+    if not blocklist:
+        return re.compile(r"(?!)")
+    return re.compile("|".join(fnmatch.translate(g) for g in blocklist), re.IGNORECASE)
+
+
+SECRET_ENV = env_matcher(DEFAULT_ENV_BLOCKLIST)
+
+
+def child_env(extra: dict[str, str], blocked: re.Pattern[str] = SECRET_ENV) -> dict[str, str]:
+    """The daemon's environment without the blocked names, quietened, plus `extra` (which
+    the runner chose, so it is not filtered)."""
+    env = {k: v for k, v in os.environ.items() if not blocked.match(k)}
     env.update(QUIET_ENV)
     env.update(extra)
     return env
+
+
+def check_cwd(request: CommandRequest) -> None:
+    """Refuse a working directory outside the workspace roots (real paths: a symlink in the
+    workspace pointing out of it does not count as inside). Raises PermissionError."""
+    if not request.roots:
+        return
+    real = os.path.realpath(request.cwd)
+    for root in request.roots:
+        base = os.path.realpath(root)
+        if real == base or real.startswith(base.rstrip("/") + "/"):
+            return
+    raise PermissionError(f"the working directory {request.cwd} is outside the workspace")
 
 
 class LocalFileSystem:
@@ -103,18 +124,23 @@ class TailBuffer:
 class LocalCommandRunner:
     """Runs bash in its own process group; timeout and cancellation kill the whole group."""
 
-    def __init__(self, track: Callable[[anyio.abc.Process], None] | None = None) -> None:
+    def __init__(
+        self, track: Callable[[anyio.abc.Process], None] | None = None, *,
+        env_blocklist: Sequence[str] = DEFAULT_ENV_BLOCKLIST,
+    ) -> None:
         self._track = track
+        self._blocked = env_matcher(env_blocklist)
 
     async def run(
         self, request: CommandRequest, on_terminal: OnTerminal, on_output: OnOutput
     ) -> CommandResult:
+        check_cwd(request)
         combined = TailBuffer(request.output_byte_limit)
         errors = TailBuffer(request.output_byte_limit)
         process = await anyio.open_process(
             ["bash", "-c", request.command],
             cwd=request.cwd,
-            env=child_env(request.env),
+            env=child_env(request.env, self._blocked),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

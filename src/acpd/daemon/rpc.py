@@ -380,8 +380,10 @@ class Connection:
 
     def _release_slot(self) -> None:
         self._active -= 1
-        self._slot_freed.set()
-        self._slot_freed = anyio.Event()
+        if self._active + 1 >= self.max_in_flight:
+            # Only a full house has a reader waiting for a slot; below it, skip the event.
+            self._slot_freed.set()
+            self._slot_freed = anyio.Event()
 
     async def _handle_notification(self, note: jsonrpc.Notification) -> None:
         if note.method == "$/cancel_request":

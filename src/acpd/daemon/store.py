@@ -1,4 +1,6 @@
-"""Session storage in SQLite: session rows, the update stream for replay, model history.
+"""Session storage in SQLite: session rows, the update stream for replay, model history,
+and the overflow entries of tool outputs too long to show whole (`tool_overflow`: scoped to
+their session, deleted with it, expired on start after `retention_days`).
 
 What is stored is what was shown: updates are kept as sent (after redaction), minus
 transient streaming updates and terminal embeds (a replayed card must not name a terminal
@@ -41,7 +43,16 @@ CREATE TABLE IF NOT EXISTS messages (
     payload BLOB NOT NULL,
     PRIMARY KEY (session_id, seq)
 );
+CREATE TABLE IF NOT EXISTS tool_overflow (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    content TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tool_overflow_by_session ON tool_overflow (session_id);
+CREATE INDEX IF NOT EXISTS tool_overflow_by_age ON tool_overflow (created_at);
 """
+DAY = 86_400.0
 
 PAGE_SIZE = 50
 
@@ -102,6 +113,31 @@ class SessionStore:
         for table in ("updates", "messages"):
             self._seq.pop(f"{table}\0{session_id}", None)
         return cursor.rowcount > 0
+
+    # --- overflow (the tools get it as tools.overflow.SessionOverflow) ---------------------
+
+    def save_overflow(self, session_id: str, entry_id: str, content: str) -> None:
+        """Raises sqlite3.IntegrityError when the session does not exist."""
+        with self._db:
+            self._db.execute(
+                "INSERT INTO tool_overflow VALUES (?, ?, ?, ?)",
+                (entry_id, session_id, content, time.time()),
+            )
+
+    def load_overflow(self, session_id: str, entry_id: str) -> str | None:
+        # Both ids in the query: an entry of another session is simply not found.
+        row = self._db.execute(
+            "SELECT content FROM tool_overflow WHERE id = ? AND session_id = ?",
+            (entry_id, session_id),
+        ).fetchone()
+        return str(row[0]) if row else None
+
+    def expire_overflow(self, retention_days: float, now: float | None = None) -> int:
+        """Delete entries older than `retention_days`; returns how many went."""
+        cutoff = (time.time() if now is None else now) - retention_days * DAY
+        with self._db:
+            cursor = self._db.execute("DELETE FROM tool_overflow WHERE created_at < ?", (cutoff,))
+        return cursor.rowcount
 
     def append_update(self, session_id: str, update: dict[str, Any]) -> None:
         self._append("updates", session_id, update)

@@ -13,6 +13,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from acpd.policy.text import parser_safe
+
 MAX_NODES = 50_000
 
 _local = threading.local()
@@ -83,6 +85,10 @@ def _text(node: Any) -> str:
 
 
 def parse(source: str) -> Script:
+    """Parse a command line. Raises ValueError for text the parser must never see (see
+    `text.parser_safe`: tree-sitter-bash crashes the process on some code points)."""
+    if not source.isascii() and not all(parser_safe(ch) for ch in source):
+        raise ValueError("character outside the parsed Unicode planes")
     tree = _parser().parse(source.encode("utf-8", "surrogateescape"))
     script = Script()
     root = tree.root_node

@@ -32,6 +32,15 @@ def check_text(command: str, max_bytes: int, out: Findings) -> bool:
             ch = _CONTROL.search(command).group(0)  # type: ignore[union-attr]
             out.add("ask", "input.control", f"control character U+{ord(ch):04X} in command")
         return True
+    unparsable = next((ch for ch in command if not parser_safe(ch)), None)
+    if unparsable is not None:
+        # tree-sitter-bash 0.25 reads out of bounds (and crashes the process, at random)
+        # on code points in the unassigned and private-use planes, e.g. `$${U+10FFFF`.
+        # No shell command needs them; the parser never sees them.
+        out.add("deny", "input.unparsable-char",
+                f"character U+{ord(unparsable):04X} (unassigned, private-use or surrogate) "
+                "in command")
+        return False
     odd_space = False
     for ch in command:
         if ch in BIDI:
@@ -47,6 +56,14 @@ def check_text(command: str, max_bytes: int, out: Findings) -> bool:
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+LAST_PARSED_CODE_POINT = 0x3FFFF
+"""Planes 0-3 hold every script, symbol and emoji; nothing above is handed to the parser."""
+
+
+def parser_safe(ch: str) -> bool:
+    code = ord(ch)
+    return code <= LAST_PARSED_CODE_POINT and not 0xD800 <= code <= 0xDFFF
 
 
 def nfkc_variant(command: str) -> str | None:

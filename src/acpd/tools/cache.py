@@ -22,7 +22,12 @@ import orjson
 from acpd.tools.spec import Effect, ToolOutput, ToolSpec
 
 NON_CACHEABLE = frozenset(
-    {"bash", "shell", "write", "memory_save", "memory_search", "scheduler", "compress_context"}
+    {
+        "bash", "shell", "write", "memory_save", "memory_search", "scheduler", "compress_context",
+        # Stored outputs are read from SQLite on demand (the seed's JIT retrieval): caching
+        # them would keep up to 50 KB a page resident for the whole session.
+        "read_overflow",
+    }
 )
 MAX_ENTRIES = 512
 

@@ -5,7 +5,12 @@ arguments), result (redacted summary), decision (allow / ask / deny / quota_bloc
 anomaly_blocked / not_found / invalid / skipped), answer (the user's, when asked),
 policy_hash, mode, approved_by (auto / user / rule / mode; null when the call was not
 approved), decided_by (who refused it), exit_code, truncated, error_category, error, caller_id
-(model / slash / cli), attempts, cached, duration_ms.
+(model / slash / cli), attempts, cached, duration_ms, rules_hash, shell_policy.
+
+policy_hash: for a bash call the shell policy's hash (the one `acpd policy check` prints), else
+the digest of the runner's own rules (enabled tools, permission rules, mode), which is also
+rules_hash. shell_policy: the shell policy's {verdict, rules, reasons} for bash, else null.
+decided_by / approved_by "policy": the shell policy refused / allowed it.
 
 exit_code is null only for tools that are not shells. A shell call that never got an exit
 status has one anyway: 126 when policy refused it (the code the seeds classify as
@@ -15,12 +20,15 @@ PolicyBlocked), -1 when it was refused otherwise, cancelled, killed or timed out
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acpd.tools.audit import now_iso
 from acpd.tools.errors import ErrorCategory, ToolError
 from acpd.tools.redaction import redact_args, redaction_for, scrub, summarize_result
 from acpd.tools.spec import ToolInvocationRecord, ToolOutput, ToolSpec
+
+if TYPE_CHECKING:
+    from acpd.policy.decision import Decision as ShellDecision
 
 NO_STATUS = -1
 POLICY_EXIT = 126
@@ -56,6 +64,10 @@ class Call:
     attempts: int = 0
     cached: bool = False
     ended: float = 0.0
+    output: dict[str, Any] | None = None
+    """What the output stage did: filter rule, lines in/out, secret kinds, overflow id."""
+    shell: ShellDecision | None = None
+    """The shell policy's decision (bash calls that reached the decision)."""
 
 
 def record_of(
@@ -91,7 +103,7 @@ def audit_record(
         "result": record.result,
         "decision": call.decision,
         "answer": call.answer,
-        "policy_hash": policy_hash,
+        "policy_hash": call.shell.policy_hash if call.shell is not None else policy_hash,
         "mode": call.mode,
         "approved_by": call.approved_by,
         "decided_by": call.decided_by if call.approved_by is None else None,
@@ -102,8 +114,18 @@ def audit_record(
         "caller_id": call.caller,
         "attempts": call.attempts,
         "cached": call.cached,
+        "output": call.output,
         "duration_ms": round((call.ended - call.started) * 1000, 3),
+        "rules_hash": policy_hash,
+        "shell_policy": _shell(call.shell),
     }
+
+
+def _shell(decision: ShellDecision | None) -> dict[str, Any] | None:
+    if decision is None:
+        return None
+    return {"verdict": decision.verdict, "rules": list(decision.rules),
+            "reasons": [scrub(r) for r in decision.reasons]}
 
 
 def _exit_code(spec: ToolSpec | None, raw: dict[str, Any], err: ToolError | None) -> int | None:

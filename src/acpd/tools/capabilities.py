@@ -18,6 +18,8 @@ class CommandRequest:
     timeout: float
     output_byte_limit: int
     env: dict[str, str] = field(default_factory=dict)
+    roots: tuple[str, ...] = ()
+    """The workspace roots: a runner refuses a cwd outside them (empty: no check)."""
 
 
 @dataclass(slots=True)
@@ -31,6 +33,10 @@ class CommandResult:
     stderr: str = ""
     """Stderr alone where the runner can separate it (the local runner can, a terminal cannot)."""
     terminal_id: str | None = None
+    notes: list[str] = field(default_factory=list)
+    """Lines the runner adds after the output (a rollback, a missing snapshot)."""
+    rollback: list[str] | None = None
+    """The paths a transactional rollback restored (["failed"] when it could not)."""
 
 
 Cleanup = Callable[[], Awaitable[None]]

@@ -1,6 +1,6 @@
 """The runner's second half, for a call that was allowed: cache, execute (timed, cancellable,
-retried when transient), validate the output, scan it for secrets, audit, close the card,
-release what the tool held in the editor."""
+retried when transient), validate the output, the output stage (filters, secrets, overflow:
+tools/output.py), audit, close the card, release what the tool held in the editor."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from acpd.tools.cache import cache_key, cacheable
 from acpd.tools.calls import Call, CallResult, failed_result
 from acpd.tools.capabilities import Cleanup
 from acpd.tools.errors import ErrorCategory, ToolError
+from acpd.tools.output import Prepared
 from acpd.tools.retry import with_retry
-from acpd.tools.secrets import scan_secrets, warning_line
 from acpd.tools.spec import (
     CallStatus,
     ContentItem,
@@ -41,13 +41,14 @@ async def execute(
     env: CallEnv,
 ) -> CallResult:
     async def publish(content: list[ContentItem]) -> None:
-        view.content = content
+        # Live output goes to the editor as it comes: it is redacted like the final text.
+        view.content = pipeline.output.scrub_items(content)
         await env.observer.publish(view, first=False)
 
     cleanups: list[Cleanup] = []
     ctx = ToolContext(
         view.tool_call_id, env.cwd, env.roots, env.fs, env.runner, publish, cleanups.append,
-        env.shell_timeout, env.output_byte_limit,
+        env.shell_timeout, env.output_byte_limit, overflow=env.overflow,
     )
     try:
         return await _run(pipeline, call, spec, parsed, view, env, ctx)
@@ -87,18 +88,36 @@ async def _run(
         if key is not None:
             state.cache.put(key, output)
         state.anomaly.record(spec.id, False)
-    text, findings = scan_secrets(output.text)
-    warning = warning_line(findings)
-    if warning:
-        text = f"{text}\n{warning}" if text else warning
-    record = pipeline.audit_call(call, spec, env, output, None)
-    view.raw_output = output.raw
+    shown = await _prepare(pipeline, spec, call, output, env)
+    call.output = shown.info
+    record = pipeline.audit_call(
+        call, spec, env, ToolOutput(shown.text, shown.raw, failed=output.failed), None
+    )
+    view.raw_output = shown.raw
     status: CallStatus = "failed" if output.failed else "completed"
-    await close_card(view, env, status, text, output.content)
+    await close_card(view, env, status, shown.card, output.content)
+    text = shown.text
     return CallResult(
         call.id, call.name, text, None, call.started, call.ended, failed=output.failed,
         record=record,
     )
+
+
+THREAD_OUTPUT_CHARS = 64 * 1024
+"""Outputs longer than this are filtered in a worker thread, off the event loop."""
+
+
+async def _prepare(
+    pipeline: ToolPipeline, spec: ToolSpec, call: Call, output: ToolOutput, env: CallEnv
+) -> Prepared:
+    """Filters, secrets, overflow (see tools/output.py); the store is written on this
+    thread, which owns the session database."""
+    stage = pipeline.output
+    if len(output.text) > THREAD_OUTPUT_CHARS:
+        prepared = await anyio.to_thread.run_sync(stage.prepare, spec, call.args, output)
+    else:
+        prepared = stage.prepare(spec, call.args, output)
+    return stage.store(prepared, env.overflow)
 
 
 _DECISIONS = frozenset(

@@ -9,7 +9,12 @@ Layers, strictest wins, and nothing can lift a deny:
   - an "always allow" answer allows;
   - a rule that allows allows (in `ask` mode that is how a command skips the prompt);
   - otherwise read-only tools run, and the rest ask (`ask` mode) or run (`auto` mode).
-The shell policy engine (acpd.policy) will add its verdict on top, strictest again.
+
+For bash the shell policy (acpd.policy) judges the command itself, and its verdict replaces
+the last step (the mode's blanket "ask"): strictest wins across the policy, the mode and the
+rules. A policy deny is final (no remembered answer lifts it); a policy ask asks in every mode
+unless the user answered "always allow" for this exact command; a policy allow runs without
+asking in `ask` and `auto` modes, unless a rule asks or denies. Read-only mode still denies.
 """
 
 from __future__ import annotations
@@ -19,10 +24,13 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from acpd.tools.rules import RuleSet, Verdict
 from acpd.tools.spec import Effect, ToolSpec
+
+if TYPE_CHECKING:
+    from acpd.policy.decision import Decision as ShellDecision
 
 MODES = ("read-only", "ask", "auto")
 DEFAULT_MODE = "ask"
@@ -31,7 +39,7 @@ PermissionAnswer = Literal[
     "allow_once", "allow_always", "reject_once", "reject_always", "cancelled", "unavailable"
 ]
 """"unavailable": nobody can be asked (the CLI without a terminal): ConfirmationRequired."""
-ApprovedBy = Literal["auto", "user", "rule", "mode"]
+ApprovedBy = Literal["auto", "user", "rule", "mode", "policy"]
 
 
 class Remembered(Protocol):
@@ -45,6 +53,8 @@ class Decision:
     verdict: Verdict
     reason: str
     approved_by: ApprovedBy = "auto"
+    shell: ShellDecision | None = None
+    """The shell policy's own decision, for bash (its reasons, rules and hash)."""
 
 
 class ToolPolicy:
@@ -72,9 +82,19 @@ class ToolPolicy:
 
     def decide(
         self, spec: ToolSpec, mode: str, args: dict[str, Any], cwd: str,
-        remembered: Remembered, key: str,
+        remembered: Remembered, key: str, shell: ShellDecision | None = None,
     ) -> Decision:
-        """The verdict for one validated call; `remembered.get(key)` -> bool | None."""
+        """The verdict for one validated call; `remembered.get(key)` -> bool | None.
+        `shell` is the shell policy's decision on the command (bash only)."""
+        found = self._decide(spec, mode, args, cwd, remembered, key, shell)
+        return found if shell is None else Decision(
+            found.verdict, found.reason, found.approved_by, shell
+        )
+
+    def _decide(
+        self, spec: ToolSpec, mode: str, args: dict[str, Any], cwd: str,
+        remembered: Remembered, key: str, shell: ShellDecision | None,
+    ) -> Decision:
         if not self.is_enabled(spec):
             return Decision("deny", f"{spec.name} is not enabled ([tools] enabled)", "rule")
         changes = spec.effect is not Effect.READ_ONLY
@@ -82,6 +102,8 @@ class ToolPolicy:
             return Decision(
                 "deny", f"{spec.name} changes state and the session is read-only", "mode"
             )
+        if shell is not None and shell.verdict == "deny":
+            return Decision("deny", "the shell policy denies it: " + _reasons(shell), "policy")
         match = self.rules.match(spec, args, cwd)
         if match is not None and match.verdict == "deny":
             return Decision("deny", f"denied by the rule {match.rule.pattern!r}", "rule")
@@ -92,6 +114,12 @@ class ToolPolicy:
             return Decision("allow", "approved earlier with 'always allow'", "user")
         if match is not None and match.verdict == "ask":
             return Decision("ask", f"the rule {match.rule.pattern!r} asks first", "user")
+        if shell is not None:
+            if shell.verdict == "ask":
+                return Decision("ask", "the shell policy asks first: " + _reasons(shell), "user")
+            if match is not None:
+                return Decision("allow", f"allowed by the rule {match.rule.pattern!r}", "rule")
+            return Decision("allow", "allowed by the shell policy", "policy")
         if match is not None:
             return Decision("allow", f"allowed by the rule {match.rule.pattern!r}", "rule")
         if not changes:
@@ -113,11 +141,15 @@ class ToolPolicy:
         return found
 
 
+def _reasons(shell: ShellDecision) -> str:
+    return "; ".join(shell.reasons) or ", ".join(shell.rules) or shell.verdict
+
+
 def approval_key(spec: ToolSpec, args: dict[str, Any]) -> str:
     """What an "always" answer is bound to.
 
-    For the shell it is a digest of the exact command: until the shell parser can say which
-    binary a command really runs, approving `ls` must not approve `ls; rm -rf ~`.
+    For the shell it is a digest of the exact command: approving `ls` must not approve
+    `ls; rm -rf ~`. It never lifts a shell policy deny (`decide` checks that first).
     """
     command = args.get("command")
     if isinstance(command, str):

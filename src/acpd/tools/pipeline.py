@@ -30,11 +30,14 @@ from acpd.tools.calls import Call, CallResult, audit_record, failed_result, reco
 from acpd.tools.capabilities import CommandRunner, FileSystem
 from acpd.tools.errors import ErrorCategory, ToolError
 from acpd.tools.execution import close_card, execute
+from acpd.tools.output import OutputStage
+from acpd.tools.overflow import OverflowAccess
 from acpd.tools.permissions import PermissionAnswer, ToolPolicy, approval_key
 from acpd.tools.quota import QUOTA_BLOCKED
 from acpd.tools.registry import ToolRegistry
 from acpd.tools.retry import RetryPolicy
-from acpd.tools.spec import ToolCallView, ToolInvocationRecord, ToolSpec
+from acpd.tools.shellpolicy import ShellPolicies, judge_call
+from acpd.tools.spec import TextItem, ToolCallView, ToolInvocationRecord, ToolSpec
 from acpd.tools.state import SessionTools
 
 log = logging.getLogger("acpd.tools")
@@ -82,17 +85,24 @@ class CallEnv:
     session_id: str = ""
     shell_timeout: float = 120.0
     output_byte_limit: int = 1 << 20
+    overflow: OverflowAccess | None = None
+    """This session's overflow entries (the daemon's store); None: outputs are only cut."""
 
 
 class ToolPipeline:
     def __init__(
         self, registry: ToolRegistry, policy: ToolPolicy | None = None,
         audit: AuditLog | None = None, retry: RetryPolicy | None = None,
+        shell: ShellPolicies | None = None, output: OutputStage | None = None,
     ) -> None:
         self.registry = registry
         self.policy = policy or ToolPolicy()
         self.audit = audit
         self.retry = retry or RetryPolicy()
+        self.shell = shell
+        self.output = output or OutputStage()
+        """Filters, secret redaction and overflow for every output (tools/output.py)."""
+        """The shell policy that judges bash commands (None: mode and rules only)."""
 
     def catalog(self, mode: str, state: SessionTools | None = None) -> list[tuple[str, ToolSpec]]:
         """(name, spec) of each tool the model may be shown now, in executor order: never a
@@ -170,8 +180,10 @@ class ToolPipeline:
         self, call: Call, spec: ToolSpec, args: dict[str, Any], parsed: Any, env: CallEnv
     ) -> CallResult:
         key = approval_key(spec, args)
-        decision = self.policy.decide(spec, env.mode, args, env.cwd, env.approvals, key)
+        shell = await judge_call(self.shell, spec, args, env)
+        decision = self.policy.decide(spec, env.mode, args, env.cwd, env.approvals, key, shell)
         call.decision, call.decided_by = decision.verdict, decision.approved_by
+        call.shell = decision.shell
         view = ToolCallView(
             call.id, _title(spec, parsed), spec.kind, "pending",
             locations=_locations(spec, parsed, env.cwd), raw_input=args,
@@ -182,6 +194,9 @@ class ToolPipeline:
             shown = f"Blocked: {decision.reason}"
             return await self._close_refused(call, spec, view, env, err, shown)
         if decision.verdict == "ask":
+            if decision.shell is not None:
+                # The prompt says why it asks: the policy's reasons beside the real command.
+                view.content = [TextItem(decision.reason)]
             refused = await self._ask(call, spec, view, env, key)
             if refused is not None:
                 return refused

@@ -11,10 +11,14 @@ from acpd.tools.anomaly import AnomalySettings
 from acpd.tools.approvals import ApprovalBook
 from acpd.tools.audit import AuditLog
 from acpd.tools.builtin import core_registry
+from acpd.tools.filters import FilterSettings, load_filter_set
+from acpd.tools.output import OutputStage
+from acpd.tools.overflow import OverflowSettings
 from acpd.tools.permissions import ToolPolicy
 from acpd.tools.pipeline import ToolPipeline
 from acpd.tools.retry import RetryPolicy
 from acpd.tools.rules import RuleSet
+from acpd.tools.shellpolicy import ShellPolicies, ShellPolicySettings
 from acpd.tools.state import SessionToolSettings
 
 if TYPE_CHECKING:
@@ -33,8 +37,10 @@ class Toolkit:
     approvals: ApprovalBook
 
 
-def build_toolkit(tools: ToolsConfig, data_dir: Path | None) -> Toolkit:
-    """Registry, policy, audit log, retry policy and per-session settings.
+def build_toolkit(
+    tools: ToolsConfig, data_dir: Path | None, *, config_dir: Path | None = None
+) -> Toolkit:
+    """Registry, policy, audit log, retry policy, output stage and per-session settings.
 
     Raises RegistrationError for a bad executor order or tool, OSError when the audit log
     cannot be opened (a daemon that cannot audit must not run tools).
@@ -54,4 +60,26 @@ def build_toolkit(tools: ToolsConfig, data_dir: Path | None) -> Toolkit:
         AnomalySettings(a.enabled, a.window_size, a.failure_threshold, a.min_calls, a.auto_block),
     )
     book = ApprovalBook(data_dir / APPROVALS_DIR if data_dir is not None else None)
-    return Toolkit(ToolPipeline(registry, policy, audit, retry), settings, book)
+    sh = tools.shell
+    shell = ShellPolicies(ShellPolicySettings(
+        Path(sh.policy_file) if sh.policy_file else None, sh.trust,
+        tuple(sh.trusted_workspaces), tuple(sh.plugin_paths()),
+    ))
+    output = build_output_stage(tools, config_dir)
+    return Toolkit(
+        ToolPipeline(registry, policy, audit, retry, shell, output=output), settings, book
+    )
+
+
+def build_output_stage(tools: ToolsConfig, config_dir: Path | None) -> OutputStage:
+    """`[tools.filters]` and `[tools.overflow]`; a user filters.toml is `filters_path`, else
+    filters.toml beside the config file. Never raises: problems are in `.warnings`."""
+    f, o = tools.filters, tools.overflow
+    settings = FilterSettings(
+        enabled=f.enabled, filters_path=f.filters_path, disabled=frozenset(f.disabled),
+        security_enabled=f.security.enabled, extra_patterns=tuple(f.security.extra_patterns),
+    )
+    filters = load_filter_set(settings, config_dir=str(config_dir) if config_dir else None)
+    return OutputStage(
+        filters, OverflowSettings(o.threshold, o.max_overflow_bytes, o.retention_days)
+    )

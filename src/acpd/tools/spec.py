@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from acpd.tools.capabilities import CommandRunner, FileSystem
+    from acpd.tools.overflow import OverflowAccess
 
 ToolKind = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
@@ -74,6 +75,10 @@ class ToolOutput:
     """Extra content for the editor card besides the text (diffs, terminals)."""
     failed: bool = False
     """The tool ran but its outcome is a failure (non-zero exit): the card shows failed."""
+    body_end: int | None = None
+    """`text[:body_end]` is what the command printed, which the output filters may shorten;
+    the rest are the tool's own notes (exit code, timeout), kept verbatim after filtering.
+    None: all of `text` is output."""
 
 
 @dataclass(slots=True)
@@ -89,6 +94,8 @@ class ToolContext:
     """Register cleanup that runs after the final tool_call_update, however the call ends."""
     shell_timeout: float = 120.0
     output_byte_limit: int = 1 << 20
+    overflow: OverflowAccess | None = None
+    """This session's stored overflow entries (read_overflow); None where nothing is stored."""
 
 
 Executor = Callable[[Any, ToolContext], Awaitable[ToolOutput]]

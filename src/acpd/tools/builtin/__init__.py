@@ -14,14 +14,16 @@ DEFAULT_ORDER = ("file", "shell", "plan")
 
 
 def core_sources(files: FileToolsConfig | None = None) -> list[ToolSource]:
-    """The executors: the file tools (bound to `files`, or the defaults), bash, update_plan."""
-    from acpd.tools.builtin import plan, shell
+    """The executors: the file tools (bound to `files`, or the defaults), bash, update_plan,
+    read_overflow (after those the order names, as it is not in the default order)."""
+    from acpd.tools.builtin import overflow, plan, shell
     from acpd.tools.fs import FileToolsConfig, make_fs_specs
 
     return [
         ToolSource("file", make_fs_specs(files or FileToolsConfig())),
         ToolSource("shell", shell.SPECS),
         ToolSource("plan", plan.SPECS),
+        ToolSource("overflow", overflow.SPECS),
     ]
 
 

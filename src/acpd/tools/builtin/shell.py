@@ -35,11 +35,15 @@ class ShellOutputEnvelope(BaseModel):
     """None when the command has no exit status: killed by a signal or at the timeout."""
     truncated: bool = False
     timed_out: bool = False
+    rollback: list[str] | None = None
+    """Transactional shell: the paths restored after a failing exit code."""
 
     def to_raw(self) -> dict[str, Any]:
         raw = self.model_dump()
         if not self.timed_out:
             del raw["timed_out"]
+        if self.rollback is None:
+            del raw["rollback"]
         return raw
 
 
@@ -53,18 +57,24 @@ class BashParams(BaseModel):
 
 
 async def bash(args: BashParams, ctx: ToolContext) -> ToolOutput:
+    terminal: list[ContentItem] = []
+
     async def on_terminal(terminal_id: str, release: Cleanup) -> None:
         ctx.defer(release)
-        await ctx.publish([TerminalItem(terminal_id)])
+        terminal[:] = [TerminalItem(terminal_id)]
+        await ctx.publish(list(terminal))
 
     async def on_output(text: str) -> None:
-        await ctx.publish([TextItem(text)])
+        # The terminal stays embedded beside the latest output (editors that render it
+        # show it live; the text is for those that do not, and for the record).
+        await ctx.publish([*terminal, TextItem(text)])
 
     request = CommandRequest(
         command=args.command,
         cwd=ctx.cwd,
         timeout=float(args.timeout or ctx.shell_timeout),
         output_byte_limit=ctx.output_byte_limit,
+        roots=ctx.roots,
     )
     try:
         result = await ctx.runner.run(request, on_terminal, on_output)
@@ -83,6 +93,7 @@ def shell_output(result: CommandResult, timeout: float) -> ToolOutput:
     if result.signal:
         notes.append(f"[killed by signal {result.signal}]")
     notes.append(f"[exit code: {result.exit_code if result.exit_code is not None else 'none'}]")
+    notes.extend(result.notes)
     category = classify_exit(result.exit_code, result.stderr or result.output)
     if result.timed_out:
         category = ErrorCategory.TIMEOUT
@@ -95,6 +106,7 @@ def shell_output(result: CommandResult, timeout: float) -> ToolOutput:
         exit_code=result.exit_code,
         truncated=result.truncated,
         timed_out=result.timed_out,
+        rollback=result.rollback,
     )
     content: list[ContentItem] = [TerminalItem(result.terminal_id)] if result.terminal_id else []
     return ToolOutput(
@@ -102,6 +114,7 @@ def shell_output(result: CommandResult, timeout: float) -> ToolOutput:
         raw=envelope.to_raw(),
         content=content,
         failed=result.exit_code != 0 or result.timed_out,
+        body_end=len(body),  # the notes above are appended after filtering, never filtered
     )
 
 
@@ -124,7 +137,8 @@ SPECS = [
         title=lambda a: a.command if len(a.command) <= 200 else a.command[:197] + "...",
         # The command is the call: it is logged (after the secret scan); the output is not.
         redaction=Redaction(
-            frozenset({"command", "timeout"}), frozenset({"exit_code", "truncated", "timed_out"})
+            frozenset({"command", "timeout"}),
+            frozenset({"exit_code", "truncated", "timed_out", "rollback"}),
         ),
         output_model=ShellOutputEnvelope,
     ),

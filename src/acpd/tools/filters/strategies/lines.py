@@ -148,6 +148,11 @@ _UUID = re.compile(
 )
 _HEX_ID = re.compile(r"\b(?:0x[0-9a-fA-F]+|[0-9a-f]{12,64})\b")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_DIGIT = re.compile(r"\d")
+_TS_HINT = re.compile(r"\d\d:\d\d:\d\d|1[5-9]\d{8}")
+"""What any _TIMESTAMP match contains (a clock time or an epoch), found far faster."""
+_HEX_HINT = re.compile(r"0x|[0-9a-f]{12}")
+"""What any _HEX_ID match contains."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,12 +175,18 @@ class Dedup:
         return cls(numbers, int_param(table, "window", 1, minimum=1))
 
     def _key(self, line: str) -> str:
-        if any(c.isdigit() for c in line[:64]) or len(line) > 64:
+        # Each guard is one C-level test that rules a pattern out for most lines: a regex
+        # call costs ~1.5 us even when it finds nothing, and this runs once per line.
+        if len(line) <= 64 and _DIGIT.search(line) is None:
+            return line
+        if _TS_HINT.search(line) is not None:
             line = _TIMESTAMP.sub("<ts>", line)
+        if line.count("-") >= 4:
             line = _UUID.sub("<uuid>", line)
+        if _HEX_HINT.search(line) is not None:
             line = _HEX_ID.sub("<id>", line)
-            if self.normalize_numbers:
-                line = _NUMBER.sub("<n>", line)
+        if self.normalize_numbers:
+            line = _NUMBER.sub("<n>", line)
         return line
 
     def apply(self, lines: list[str], budget: Budget) -> StageResult:

@@ -1,0 +1,212 @@
+"""The shell policy as the runner sees it: one `PolicyHandle` per plugin set, trust per workspace,
+hot reload as a background task of the editor's connection.
+
+A workspace's plugin set is the configured plugin directories, plus `<cwd>/.acpd/plugins` when
+the workspace is trusted (an untrusted checkout must not be able to ship its own overlays; they
+could only tighten, but a trusted one is the only kind whose files we act on). Every session on
+the same set shares one handle, and so do the editor-terminal and the local execution paths:
+the runner judges before it knows where the command will run.
+
+`acpd.policy` is imported here lazily, on the first bash decision: the handle's first build
+compiles the policy and checks its rule examples, which loads tree-sitter, and none of that may
+happen before `initialize` is answered.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+import anyio
+
+if TYPE_CHECKING:
+    from acpd.policy.decision import Decision
+    from acpd.policy.reload import PolicyHandle, ReloadReport
+    from acpd.tools.spec import ToolSpec
+
+log = logging.getLogger("acpd.shellpolicy")
+
+SHELL_TOOL = "core__bash"
+WORKSPACE_PLUGINS = (".acpd", "plugins")
+TrustLevel = Literal["untrusted", "provisional", "trusted"]
+StartSoon = Callable[[Callable[[], Awaitable[None]]], None]
+Notify = Callable[[str, Any], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class ShellPolicySettings:
+    policy_file: Path | None = None
+    trust: TrustLevel = "provisional"
+    trusted_workspaces: tuple[str, ...] = ()
+    plugin_dirs: tuple[Path, ...] = ()
+    debounce_ms: int = 50
+
+
+def under(path: str, root: str) -> bool:
+    """`path` is `root` or inside it (both made real first: a symlink cannot smuggle trust)."""
+    real, base = os.path.realpath(path), os.path.realpath(root)
+    return real == base or real.startswith(base.rstrip("/") + "/")
+
+
+@dataclass(eq=False)
+class _Entry:
+    handle: PolicyHandle
+    stop: anyio.Event | None = None
+    watching: bool = False
+    notices: dict[str, str] = field(default_factory=dict)
+    """Session id -> an error line owed to it: the policy kept its last good version."""
+    sessions: set[str] = field(default_factory=set)
+
+
+class ShellPolicies:
+    """The daemon's shell policy handles, by plugin set."""
+
+    def __init__(self, settings: ShellPolicySettings) -> None:
+        self.settings = settings
+        self._entries: dict[tuple[str, ...], _Entry] = {}
+        self._build_lock = threading.Lock()
+        self._start_soon: StartSoon | None = None
+        self._notify: Notify | None = None
+        self._closed = False
+
+    # --- per workspace ----------------------------------------------------------------------
+
+    def trust_for(self, cwd: str) -> TrustLevel:
+        if any(under(cwd, root) for root in self.settings.trusted_workspaces):
+            return "trusted"
+        return self.settings.trust
+
+    def plugin_dirs_for(self, cwd: str) -> tuple[Path, ...]:
+        dirs = list(self.settings.plugin_dirs)
+        if self.trust_for(cwd) == "trusted":
+            dirs.append(Path(os.path.realpath(cwd)).joinpath(*WORKSPACE_PLUGINS))
+        return tuple(dirs)
+
+    def _key(self, cwd: str) -> tuple[str, ...]:
+        config = str(self.settings.policy_file) if self.settings.policy_file else ""
+        return (config, *(str(p) for p in self.plugin_dirs_for(cwd)))
+
+    async def handle_for(self, cwd: str, session_id: str = "") -> PolicyHandle:
+        """The shared handle of `cwd`'s plugin set, built (off the loop) on first use."""
+        key = self._key(cwd)
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = await anyio.to_thread.run_sync(self._build, key, cwd)
+        if session_id:
+            entry.sessions.add(session_id)
+        self._watch(entry)
+        return entry.handle
+
+    def _build(self, key: tuple[str, ...], cwd: str) -> _Entry:
+        from acpd.policy.reload import PolicyHandle
+
+        with self._build_lock:  # two sessions starting at once build it once
+            entry = self._entries.get(key)
+            if entry is None:
+                handle = PolicyHandle(self.settings.policy_file, self.plugin_dirs_for(cwd))
+                entry = self._entries[key] = _Entry(handle)
+                if handle.last_report.errors:
+                    log.warning("shell policy loaded with errors: %s",
+                                "; ".join(handle.last_report.errors))
+        return entry
+
+    async def judge(self, command: str, *, cwd: str, roots: tuple[str, ...],
+                    session_id: str = "") -> Decision:
+        """The policy's decision for `command`; a policy that cannot judge denies."""
+        from acpd.policy.decision import Decision
+
+        try:
+            handle = await self.handle_for(cwd, session_id)
+            return handle.judge(command, cwd=cwd, roots=roots, trust=self.trust_for(cwd))
+        except Exception as exc:  # fail closed: a broken policy must not let commands through
+            log.exception("the shell policy could not judge a command")
+            reason = f"the shell policy could not judge this command ({type(exc).__name__}: {exc})"
+            return Decision("deny", (reason[:500],), ("policy.error",), "")
+
+    # --- hot reload -------------------------------------------------------------------------
+
+    def attach(self, start_soon: StartSoon, notify: Notify) -> None:
+        """Watch for changes from now on, as background tasks of the editor's connection;
+        each reload outcome goes to `notify("_acpd/policy_reloaded", params)`."""
+        self._start_soon, self._notify = start_soon, notify
+        for entry in self._entries.values():
+            self._watch(entry)
+
+    def _watch(self, entry: _Entry) -> None:
+        if entry.watching or self._start_soon is None or self._closed:
+            return
+        entry.watching = True
+        entry.stop = anyio.Event()
+        self._start_soon(lambda: self._watch_loop(entry))
+
+    async def _watch_loop(self, entry: _Entry) -> None:
+        from acpd.policy.watch import watch_paths
+
+        assert entry.stop is not None
+        targets = entry.handle.watch_targets()
+        try:
+            async for _changes in watch_paths(targets, debounce_ms=self.settings.debounce_ms,
+                                              stop_event=entry.stop):
+                report = await entry.handle.arebuild()
+                await self._reported(entry, report)
+        except Exception:  # the daemon goes on with the last good policy
+            log.exception("the shell policy watcher stopped")
+        finally:
+            entry.watching = False
+
+    async def _reported(self, entry: _Entry, report: ReloadReport) -> None:
+        if report.kept_last_good and report.errors:
+            line = ("The shell policy was not fully reloaded; the last good version stays in "
+                    "force: " + "; ".join(report.errors))[:2000]
+            for session_id in entry.sessions:
+                entry.notices[session_id] = line
+        else:
+            for session_id in entry.sessions:
+                entry.notices.pop(session_id, None)
+        if self._notify is not None:
+            await self._notify("_acpd/policy_reloaded", reload_params(report))
+
+    def take_notice(self, session_id: str) -> str | None:
+        """The error line owed to a session (once), shown to it at its next turn."""
+        for entry in self._entries.values():
+            line = entry.notices.pop(session_id, None)
+            if line is not None:
+                return line
+        return None
+
+    def close(self) -> None:
+        """Stop every watcher (the connection is ending)."""
+        self._closed = True
+        for entry in self._entries.values():
+            if entry.stop is not None:
+                entry.stop.set()
+
+    def handles(self) -> Sequence[PolicyHandle]:
+        return [entry.handle for entry in self._entries.values()]
+
+
+def reload_params(report: ReloadReport) -> dict[str, Any]:
+    """The `_acpd/policy_reloaded` notification: the brief's `hash` plus the rest."""
+    return {"hash": report.policy_hash, "sources": list(report.sources),
+            "errors": list(report.errors), "changed": report.changed,
+            "keptLastGood": report.kept_last_good}
+
+
+class _Env(Protocol):
+    cwd: str
+    roots: tuple[str, ...]
+    session_id: str
+
+
+async def judge_call(shell: ShellPolicies | None, spec: ToolSpec, args: dict[str, Any],
+                     env: _Env) -> Decision | None:
+    """The shell policy's decision for a bash call; None for other tools (or no policy)."""
+    command = args.get("command")
+    if shell is None or spec.id != SHELL_TOOL or not isinstance(command, str):
+        return None
+    return await shell.judge(command, cwd=env.cwd, roots=env.roots, session_id=env.session_id)
