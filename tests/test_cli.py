@@ -48,13 +48,16 @@ def test_demo_shows_the_session_with_the_editor_terminal() -> None:
         pending = out.index(f"pending     {_kind(title)} {title}")
         running = out.index(f"in_progress {_kind(title)} {title}", pending)
         assert out.index(title, running + len(title)) > running
-    assert out.count("✔ completed · execute") == 3
+    assert out.count("✔ completed · execute") == 4
     # The file came through the editor, the commands through its terminals.
     assert "fs/read_text_file src/inventory.py" in out
     assert "LOW_STOCK = 10  # TODO: make the threshold a command-line flag" in out
     assert "terminal/create term-1: wc -l README.md src/*.py data/*.csv" in out
-    # The shell policy allows these read-only commands: the demo asks nothing.
-    assert "permission  " not in out
+    # The shell policy allows the read-only commands; running workspace code asks first,
+    # with the real command in the prompt.
+    assert out.count("permission  ") == 1
+    assert "permission  python3 src/inventory.py data/stock.csv  → allow once" in out
+    assert "running low: banana, kiwi" in out
     assert "$ terminal term-1" in out and "$ terminal term-3" in out
     # What the terminals printed.
     assert "30 total" in out
@@ -64,7 +67,7 @@ def test_demo_shows_the_session_with_the_editor_terminal() -> None:
     assert "✔ Read the main module through the editor" in out
     assert "usage: 2573 of 200000 tokens" in out
     assert "The stock file currently holds 74 items." in out
-    assert "stop reason end_turn · 7 tool calls (7 completed, 0 failed)" in out
+    assert "stop reason end_turn · 8 tool calls (8 completed, 0 failed)" in out
 
 
 def test_demo_without_terminal_runs_bash_locally() -> None:
@@ -75,7 +78,7 @@ def test_demo_without_terminal_runs_bash_locally() -> None:
     assert "30 total" in out
     assert "src/inventory.py:6:LOW_STOCK = 10  # TODO" in out
     assert "74 items in stock" in out
-    assert "stop reason end_turn · 7 tool calls (7 completed, 0 failed)" in out
+    assert "stop reason end_turn · 8 tool calls (8 completed, 0 failed)" in out
 
 
 def test_demo_reports_a_daemon_failure() -> None:

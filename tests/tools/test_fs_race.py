@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from acpd.policy.paths import OutsideSandbox, resolve_in_roots
-from acpd.tools.errors import ErrorCategory, ToolError
+from acpd.tools.errors import ToolError
 from acpd.tools.fs.reading import read_lines
 from acpd.tools.fs.resolve import choose_resolver
 from acpd.tools.fs.sandbox import Sandbox
@@ -121,25 +120,3 @@ def test_writes_never_land_outside_while_a_dir_is_swapped(arena: Path, resolver:
     print(f"\nwrite race[{resolver}]: {dict(outcomes)}")
     assert sorted(os.listdir(ws.parent / "out")) == ["f.txt"]
     assert outcomes["written"] > 0
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("arena", ["relative"], indirect=True)
-def test_the_old_realpath_check_for_comparison(arena: Path) -> None:
-    """Not a claim about the new sandbox: measures realpath-then-open (policy/paths.py) under
-    the same race, for the report. It may or may not leak in a given run."""
-    ws = arena
-
-    def read() -> str:
-        try:
-            path = resolve_in_roots("d/f.txt", str(ws), (str(ws),))
-        except OutsideSandbox as exc:
-            raise ToolError(ErrorCategory.POLICY_BLOCKED, str(exc)) from None
-        with open(path) as handle:
-            return handle.read()
-
-    seen = hammer(ws, read)
-    print(f"\nrace[realpath-then-open]: {dict(seen)}")
-    assert seen["inside"] + seen["OUTSIDE"] + sum(
-        n for k, n in seen.items() if k.startswith(("refused", "os-error"))
-    ) == READS

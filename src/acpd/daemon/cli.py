@@ -86,6 +86,15 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         return serve(args)
+    try:
+        return _run_command(args)
+    except BrokenPipeError:
+        # `acpd policy explain | head`: the reader left; say nothing more, like other tools.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _run_command(args: argparse.Namespace) -> int:
     if args.command == "demo":
         from acpd.daemon.demo import run_demo
 

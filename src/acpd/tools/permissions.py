@@ -146,13 +146,21 @@ def _reasons(shell: ShellDecision) -> str:
 
 
 def approval_key(spec: ToolSpec, args: dict[str, Any]) -> str:
-    """What an "always" answer is bound to.
+    """What an "always" answer is bound to: the tool, and for the shell the binary.
 
-    For the shell it is a digest of the exact command: approving `ls` must not approve
-    `ls; rm -rf ~`. It never lifts a shell policy deny (`decide` checks that first).
+    A shell command that is one plain program (`git status`) binds to that program
+    (`core__bash#bin:git`); anything else (lists, redirects, `bash -c`, interpreter code, a
+    path, what the parser cannot read to the letter) binds to a digest of the exact text, so
+    approving `ls` never approves `ls; rm -rf ~` or `python -c '<other code>'`. It never lifts
+    a shell policy deny (`decide` checks that first).
     """
     command = args.get("command")
     if isinstance(command, str):
+        from acpd.policy.binaries import single_binary
+
+        binary = single_binary(command)
+        if binary is not None:
+            return f"{spec.id}#bin:{binary}"
         digest = hashlib.sha256(command.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         return f"{spec.id}#{digest}"
     return spec.id
