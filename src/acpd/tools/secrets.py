@@ -8,8 +8,8 @@ is what overflow, audit and session storage keep.
 Patterns favour precision: provider tokens by their fixed prefixes and lengths, private keys by
 their armour, JWTs by their two base64url-JSON segments, bearer tokens and URL passwords by
 their syntax. Git SHAs, UUIDs, integrity hashes and other base64 blobs do not match. Each
-pattern has literal triggers checked with `in` first, so clean output costs a few substring
-scans.
+pattern has literal triggers, all found in one Aho-Corasick pass (`SubstringSet`), so clean
+output costs one scan at memory speed and only the patterns whose trigger occurs run.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from acpd.tools.filters.safety import compile_pattern
+from acpd.tools.filters.substrings import SubstringSet
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,20 +167,50 @@ class SecretScanner:
 
     def __init__(self, extra: Iterable[SecretPattern] = ()) -> None:
         self.patterns = (*BUILTIN_PATTERNS, *extra)
-        # Substring checks run at memory speed; a shared trigger is checked once per scan.
-        self._triggers = tuple(sorted({t for p in self.patterns for t in p.triggers}))
+        self.triggers = frozenset(t for p in self.patterns for t in p.triggers)
+        """Every pattern's triggers: a text containing none of them needs only `always`."""
+        self.always = any(not p.triggers for p in self.patterns)
+        """A pattern without triggers (a configured one) runs on every text."""
+        self._needles = SubstringSet(self.triggers)
 
-    def scan(self, text: str) -> tuple[str, list[SecretFinding]]:
-        """Returns (text with values replaced by `[REDACTED:<slug>]`, findings by kind)."""
+    def present(self, text: str) -> set[str]:
+        """The triggers occurring in `text` (one pass)."""
+        return self._needles.present(text)
+
+    def needs_scan(self, present: set[str]) -> bool:
+        """Whether a text whose triggers (or a superset's) are `present` may hold a secret."""
+        return self.always or not self.triggers.isdisjoint(present)
+
+    def scan(
+        self, text: str, present: set[str] | None = None
+    ) -> tuple[str, list[SecretFinding]]:
+        """Returns (text with values replaced by `[REDACTED:<slug>]`, findings by kind).
+
+        `present`: the triggers occurring in `text` when the caller already knows them
+        (a superset is fine); found here otherwise.
+        """
         counts: dict[str, int] = {}
-        present = {t for t in self._triggers if t in text}
+        if present is None:
+            present = self.present(text)
+        if not self.needs_scan(present):
+            return text, []
         for pattern in self.patterns:
-            if pattern.triggers and not any(t in present for t in pattern.triggers):
+            if pattern.triggers and present.isdisjoint(pattern.triggers):
                 continue
             text, n = _redact(pattern, text)
             if n:
                 counts[pattern.kind] = counts.get(pattern.kind, 0) + n
         return text, [SecretFinding(kind, n) for kind, n in counts.items()]
+
+
+def merge_findings(*groups: list[SecretFinding]) -> list[SecretFinding]:
+    """Findings of several scans of the same output (raw and filtered): each kind once, with
+    its largest count, in first-seen order."""
+    counts: dict[str, int] = {}
+    for group in groups:
+        for f in group:
+            counts[f.kind] = max(counts.get(f.kind, 0), f.count)
+    return [SecretFinding(kind, n) for kind, n in counts.items()]
 
 
 def _redact(pattern: SecretPattern, text: str) -> tuple[str, int]:

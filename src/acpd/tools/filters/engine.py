@@ -3,6 +3,9 @@
 sanitize -> the first enabled rule matching the command's last segment (its stages in order,
 worst confidence kept) -> security lines the filter removed re-appended -> secrets redacted
 (filtered text and raw text) with a warning line -> stats line when lines were removed.
+The literal triggers of both security passes are found in one substring pass over the
+sanitised text (plus one over the raw text when sanitising changed it); a pass whose triggers
+are absent is skipped.
 A FilterSet is immutable; reloading builds a new one (`build_filter_set`) that the caller
 publishes by one reference assignment.
 """
@@ -24,11 +27,19 @@ from acpd.tools.filters.config import (
 )
 from acpd.tools.filters.matching import last_segment
 from acpd.tools.filters.metrics import FilterMetrics
+from acpd.tools.filters.preserve import TRIGGERS as PRESERVE_TRIGGERS
 from acpd.tools.filters.preserve import find_preserved
 from acpd.tools.filters.sanitize import sanitize_output
 from acpd.tools.filters.strategies import Budget, FilterTimeoutError
+from acpd.tools.filters.substrings import SubstringSet
 from acpd.tools.filters.types import FilterConfidence, FilterResult, worst
-from acpd.tools.secrets import SecretFinding, SecretScanner, custom_patterns, warning_line
+from acpd.tools.secrets import (
+    SecretFinding,
+    SecretScanner,
+    custom_patterns,
+    merge_findings,
+    warning_line,
+)
 
 log = logging.getLogger("acpd.tools.filters")
 
@@ -56,6 +67,12 @@ class FilterSet:
     warnings: tuple[str, ...] = ()
     """Problems met while loading (skipped rules, oversize file): show them to the user."""
     metrics: FilterMetrics = field(default_factory=FilterMetrics)
+    needles: SubstringSet = field(init=False, repr=False, compare=False)
+    """The preserved-line triggers and the scanner's, searched for together."""
+
+    def __post_init__(self) -> None:
+        secret = self.scanner.triggers if self.scanner is not None else frozenset()
+        object.__setattr__(self, "needles", SubstringSet(PRESERVE_TRIGGERS | secret))
 
     def match(self, command: str) -> Rule | None:
         if not self.enabled:
@@ -72,6 +89,7 @@ class FilterSet:
         """Filter one output. Never raises for any output or command."""
         lines_in = _count_lines(output)
         clean = sanitize_output(output)
+        present = self.needles.present(clean)
         lines = clean.splitlines()
         rule = self.match(command)
         confidence = FilterConfidence.FULL
@@ -86,19 +104,29 @@ class FilterSet:
             # Error lines of a failing command are re-appended only when the filter was not
             # sure of itself; a parser that understood the output (Full) already kept them.
             failed = exit_code not in (None, 0) and confidence is not FilterConfidence.FULL
-            preserved = find_preserved(clean, set(lines), failed=failed)
+            security = not PRESERVE_TRIGGERS.isdisjoint(present)
+            if security or failed:
+                preserved = find_preserved(clean, lines, failed=failed, security=security)
             if preserved:
                 lines = [*lines, "[lines kept by the security pass]", *preserved]
         if rule is not None:
             self.metrics.record(rule.name, lines_in, len(lines), confidence)
         text = "\n".join(lines)
+        del lines
         raw_redacted: str | None = None
         findings: list[SecretFinding] = []
-        if self.scanner is not None:
-            redacted_raw, findings = self.scanner.scan(output)
+        scanner = self.scanner
+        if scanner is not None:
+            # Both texts are scanned: the raw text keeps what sanitising cut (a secret in an
+            # overwritten progress line), the filtered text can join what an escape sequence
+            # split. Each scan is one substring pass unless a trigger occurs.
+            raw_present = present if clean is output else scanner.present(output)
+            redacted_raw, findings = scanner.scan(output, raw_present)
             if findings:
                 raw_redacted = redacted_raw
-                text, _ = self.scanner.scan(text)
+            del redacted_raw
+            text, text_findings = scanner.scan(text)
+            findings = merge_findings(findings, text_findings)
         lines_out = _count_lines(text)
         warnings = [*notes]
         warning = warning_line(findings)

@@ -7,6 +7,9 @@ problems, security advisories. For a failing command, its error lines too.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
+
+from acpd.tools.filters.substrings import SubstringSet
 
 MAX_PRESERVED = 30
 MAX_LINE = 500
@@ -61,28 +64,41 @@ _TRIGGERS = (
     "CVE-",
 )
 
-_TRIGGER_RE = re.compile("|".join(re.escape(t) for t in _TRIGGERS))
+TRIGGERS = frozenset(_TRIGGERS)
+"""Literal substrings one of which any _SECURITY match contains."""
+_NEEDLES = SubstringSet(TRIGGERS)
 
 
-def find_preserved(raw: str, kept: set[str], *, failed: bool) -> list[str]:
+def find_preserved(
+    raw: str, kept: Collection[str], *, failed: bool, security: bool | None = None
+) -> list[str]:
     """Lines of `raw` (sanitised) matching a preserved pattern that are not in `kept`.
 
     Searches the whole text once per pattern rather than line by line: most outputs contain
-    none, and then this costs a few substring scans.
+    none, and then this costs one substring pass (none when the caller already knows, by
+    `security`, whether one of TRIGGERS occurs in `raw`). `kept` is turned into a set only
+    when a candidate line is found.
     """
+    if security is None:
+        security = bool(_NEEDLES.present(raw))
     patterns = []
-    if _TRIGGER_RE.search(raw):
+    if security:
         patterns.append(_SECURITY)
     if failed:
         patterns.append(_ERROR)
     found: list[str] = []
     seen: set[str] = set()
+    kept_set: Collection[str] | None = kept if isinstance(kept, set | frozenset) else None
     for pattern in patterns:
         for m in pattern.finditer(raw):
             start = raw.rfind("\n", 0, m.start()) + 1
             end = raw.find("\n", m.end())
             line = raw[start : end if end >= 0 else len(raw)]
-            if line in kept or line in seen:
+            if line in seen:
+                continue
+            if kept_set is None:
+                kept_set = set(kept)
+            if line in kept_set:
                 continue
             seen.add(line)
             found.append(line if len(line) <= MAX_LINE else line[:MAX_LINE] + " ...")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import filterfalse
 from typing import Any
 
+from acpd.tools.filters.safety import MAX_MATCH_CHARS
 from acpd.tools.filters.strategies.base import (
     CHECK_EVERY,
     Budget,
@@ -28,11 +30,16 @@ def _select(
 ) -> list[str]:
     out: list[str] = []
     search = pattern.search
+    pick = filter if keep_hits else filterfalse
     for start in range(0, len(lines), CHECK_EVERY):
         budget.check()
-        for line in lines[start : start + CHECK_EVERY]:
-            found = search(line) is not None if len(line) <= 2048 else hit(pattern, line)
-            if found is keep_hits:
+        block = lines[start : start + CHECK_EVERY]
+        if max(map(len, block), default=0) <= MAX_MATCH_CHARS:
+            # No line needs cutting: select in C (`filter` calls `search` per line).
+            out.extend(pick(search, block))
+            continue
+        for line in block:
+            if hit(pattern, line) is keep_hits:
                 out.append(line)
     return out
 
