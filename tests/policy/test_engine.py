@@ -223,3 +223,14 @@ def test_symlink_in_workspace_pointing_out(reference: CompiledPolicy, tmp_path: 
     d = reference.judge("cat link/hostname", cwd=str(ws))
     assert d.verdict == "deny" and "path.outside-read" in d.rules
     assert os.path.islink(ws / "link")
+
+
+@pytest.mark.parametrize("cmd", [
+    "$'\\0/", "./$'\\0'", "/usr/bin/$'\\0'", "cat $'a\\0b'", "echo x > $'\\0'",
+    "python3 $'\\0x'", "sh $'\\0'", "cd $'\\0' && ls", "git show HEAD:$'\\0'",
+])
+def test_nul_in_a_computed_word_denies(reference: CompiledPolicy, workspace: str,
+                                       cmd: str) -> None:
+    # `$'\0'` puts a NUL byte in a word's value: no program or file has such a name (and the
+    # path calls would raise); the judge denies instead of crashing.
+    assert reference.judge(cmd, cwd=workspace).verdict == "deny"

@@ -110,3 +110,24 @@ def test_high_plane_characters_never_reach_the_parser(
 def test_fuzz_supplementary_planes(reference: CompiledPolicy, workspace: str, text: str) -> None:
     d = reference.judge("$${" + text, cwd=workspace)
     assert d.verdict in ("allow", "ask", "deny")
+
+
+@pytest.mark.parametrize("char", ["\U0002c000", "\U00032000", "\U00034fff", "é", "😀"])
+def test_non_ascii_never_reaches_the_parser_unmasked(
+    reference: CompiledPolicy, workspace: str, char: str
+) -> None:
+    # Unmasked, these crashed tree-sitter-bash now and then (a segfault: the whole daemon).
+    for _ in range(50):
+        d = reference.judge(f"echo $${{{char}x}}", cwd=workspace)
+        assert d.verdict in ("allow", "ask", "deny")
+
+
+def test_masked_parse_still_reads_the_real_words() -> None:
+    from acpd.policy.parse import parse
+
+    script = parse("echo \"héllo wörld\" 😀 > ñ.txt; grep -r 'ß' src")
+    assert [c.words for c in script.commands] == [
+        ["echo", '"héllo wörld"', "😀"],
+        ["grep", "-r", "'ß'", "src"],
+    ]
+    assert [r.target for r in script.commands[0].redirects] == ["ñ.txt"]

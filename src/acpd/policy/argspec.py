@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from acpd.policy.words import DYN
 
 
-@dataclass(frozen=True, slots=True)
-class Scan:
+class Scan(NamedTuple):
     options: tuple[tuple[str, str | None], ...]
     """(name, value): `-x` for each letter of a short cluster, `--long` before any `=`."""
     positionals: tuple[str, ...]
@@ -27,17 +27,20 @@ def scan(args: list[str] | tuple[str, ...], value_options: frozenset[str]) -> Sc
     while i < n:
         arg = args[i]
         i += 1
+        if arg[:1] != "-" or arg == "-":  # a positional (DYN does not start with "-")
+            pos.append(arg)
+            continue
         if arg == "--":
             pos.extend(args[i:])
             break
-        if arg.startswith("--") and len(arg) > 2:
+        if arg[1] == "-":  # --long (longer than "--")
             name, eq, value = arg.partition("=")
             if not eq and name in value_options and i < n:
                 value, i = args[i], i + 1
                 opts.append((name, value))
             else:
                 opts.append((name, value if eq else None))
-        elif arg.startswith("-") and len(arg) > 1 and arg != DYN:
+        else:  # -x, a cluster -xyz, -xVALUE
             if arg in value_options:
                 opts.append((arg, args[i] if i < n else None))
                 i += 1
@@ -58,8 +61,6 @@ def scan(args: list[str] | tuple[str, ...], value_options: frozenset[str]) -> Sc
                 opts.append((flag, None))
             else:
                 opts.append((arg, None))
-        else:
-            pos.append(arg)
     return Scan(tuple(opts), tuple(pos))
 
 
@@ -206,8 +207,7 @@ def spec_for(name: str) -> PathSpec | None:
 _MODE = re.compile(r"[0-7]{1,4}|([ugoa]*[-+=][rwxXstugo]*,?)+")
 
 
-@dataclass(frozen=True, slots=True)
-class PathArgs:
+class PathArgs(NamedTuple):
     reads: tuple[str, ...]
     writes: tuple[str, ...]
 
@@ -228,8 +228,9 @@ def _pick(mode: str, pos: tuple[str, ...]) -> tuple[str, ...]:
     return ()
 
 
-def path_args(name: str, args: list[str]) -> PathArgs:
-    """Which arguments of `name args...` are read and which are written."""
+def path_args(name: str, args: list[str], sc: Scan | None = None) -> PathArgs:
+    """Which arguments of `name args...` are read and which are written. `sc`: the caller's
+    scan of args with exactly the spec's value options, if it has one."""
     spec = spec_for(name)
     if spec is None:
         return PathArgs((), ())
@@ -246,9 +247,16 @@ def path_args(name: str, args: list[str]) -> PathArgs:
     if name == "chmod":
         targets = tuple(a for a in args if not a.startswith("-") and not _MODE.fullmatch(a))
         return PathArgs((), targets)
-    sc = scan(args, spec.value_options)
+    if sc is None:
+        sc = scan(args, spec.value_options)
     pos = sc.positionals
-    names = {o for o, _ in sc.options}
+    options = sc.options
+    if not options and name not in ("sed", "ln"):  # nothing below depends on options
+        reads_t = _pick(spec.reads, pos)
+        writes_t = _pick(spec.writes, pos)
+        return PathArgs(reads_t if "-" not in reads_t else tuple(r for r in reads_t if r != "-"),
+                        writes_t if "-" not in writes_t else tuple(w for w in writes_t if w != "-"))
+    names = {o for o, _ in options}
     reads_mode, writes_mode = spec.reads, spec.writes
     if spec.pattern_options & names:
         reads_mode = "all" if reads_mode == "after_first" else reads_mode

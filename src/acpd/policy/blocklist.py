@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from functools import lru_cache
 
 BLOCKED_BUILTINS: dict[str, str] = {
     "source": "source runs a script in this shell (it can redefine every command)",
@@ -42,9 +43,15 @@ _SUBSCRIPT = re.compile(r"\[[^\]]*(\$\(|`|\$\[|[<>]\()")
 _DEV_NET = re.compile(r"/dev/(tcp|udp)/")
 
 
+@lru_cache(maxsize=64)
+def _env_regex(extra: tuple[str, ...]) -> re.Pattern[str]:
+    """One regex for every blocked name pattern (fnmatch, on upper-cased names)."""
+    parts = [fnmatch.translate(pat.upper()) for pat in (*BLOCKED_ENV, *extra)]
+    return re.compile("|".join(f"(?:{p})" for p in parts))
+
+
 def env_blocked(name: str, extra: tuple[str, ...] = ()) -> bool:
-    upper = name.upper()
-    return any(fnmatch.fnmatchcase(upper, pat.upper()) for pat in (*BLOCKED_ENV, *extra))
+    return _env_regex(extra).match(name.upper()) is not None
 
 
 def word_findings(value: str) -> list[tuple[str, str]]:

@@ -39,6 +39,8 @@ def script_in_workspace(name: str, args: list[str], ctx: CheckContext) -> bool:
         return False
     path = args[i]
     full = os.path.normpath(path if path.startswith("/") else os.path.join(ctx.cwd, path))
+    if "\x00" in full:  # no file has that name (and realpath would raise)
+        return False
     real = os.path.realpath(full)
     return inside(full, ctx.roots) is not None and inside(real, ctx.roots) is not None
 

@@ -20,14 +20,14 @@ from acpd.policy.decision import Decision, Findings, Verdict
 from acpd.policy.rules import Policy, PolicyError, Rule, Trust
 from acpd.policy.sandbox import (
     PathRules,
-    cached_realpath,
     compile_patterns,
     inside,
     judge_path,
+    normalized_roots,
 )
 from acpd.policy.text import check_text, nfkc_variant, strip_line_continuations
-from acpd.policy.words import DYN, Env, expand
-from acpd.policy.wrappers import unwrap
+from acpd.policy.words import DYN, PLAIN, Env, expand, simple_value
+from acpd.policy.wrappers import WRAPPERS, unwrap
 
 MAX_DEPTH = 6
 MAX_COMMANDS = 2000
@@ -38,6 +38,7 @@ _GLOB = re.compile(r"[*?]|\[.*\]")
 _PATH_COMMANDS = frozenset({"dd", "find"})
 _GIT_OBJECT_READERS = frozenset({"show", "cat-file", "diff", "difftool", "archive", "blame"})
 _SAFE_REDIRECT_TARGET = re.compile(r"^(\d+|-)$")
+_plain = PLAIN.fullmatch
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,12 @@ class CompiledRule:
     args_re: re.Pattern[str] | None
     any_arg_re: re.Pattern[str] | None
     argv_re: re.Pattern[str] | None
+    heads: frozenset[str] | None
+    """First words of the subcommands (None: no subcommand condition, or an empty one)."""
+    needs_options: bool
+    """Its `options` are all looked up among scanned options: no option, no match."""
+    unconditional: bool
+    """Names only, no condition on the arguments: it matches every command it names."""
 
 
 def _alternation(globs: tuple[str, ...], lower: bool = False) -> re.Pattern[str] | None:
@@ -70,6 +77,7 @@ class _Ctx:
     cwds: list[str] = field(default_factory=list)
     only_rule: CompiledRule | None = None
     matched_only: bool = False
+    cctx: CheckContext | None = None
 
 
 class CompiledPolicy:
@@ -99,7 +107,10 @@ class CompiledPolicy:
         )
         self.grammar = {k: frozenset(v.value_options) for k, v in policy.commands.items()}
         self._home = os.path.expanduser("~")
-        self._vopts: dict[str, frozenset[str]] = {}
+        self._vopts: dict[str, tuple[frozenset[str], bool, bool]] = {}
+        self._candidates: dict[str, tuple[CompiledRule, ...]] = {}
+        self._cwd_norm: dict[str, str] = {}
+        self._deny_globs = tuple((regex, g) for regex, g in self.glob_rules if g.action != "allow")
         self._path_cache: dict[tuple[tuple[str, ...], str], PathRules] = {}
         self.conditioned = frozenset(
             n for cr in self.rules if cr.rule.conditioned and cr.rule.verdict != "allow"
@@ -141,31 +152,42 @@ class CompiledPolicy:
                trust: Trust | None, home: str | None, only: CompiledRule | None) -> Findings:
         out = Findings()
         home = home or self._home
-        cwd = os.path.normpath(os.path.abspath(cwd))
-        roots = tuple(os.path.normpath(cached_realpath(r)) for r in (roots or (cwd,)))
+        cwd = self._norm_cwd(cwd)
+        roots = normalized_roots(roots or (cwd,))
         level: Trust = trust or self.settings.trust
         ctx = _Ctx(cwd, roots, home, level, self._path_rules(roots, home), out, only_rule=only)
         if not check_text(command, self.settings.max_command_bytes, out):
             return out
-        variants = [strip_line_continuations(command)]
-        if variants[0] != command:
-            variants.append(command)
-        for v in list(variants):
-            norm = nfkc_variant(v)
-            if norm is not None and norm not in variants:
-                variants.append(norm)
+        stripped = strip_line_continuations(command)
+        variants = [stripped] if stripped == command else [stripped, command]
+        if not command.isascii():  # an ASCII text (and what is stripped of it) is NFKC
+            for v in list(variants):
+                norm = nfkc_variant(v)
+                if norm is not None and norm not in variants:
+                    variants.append(norm)
         for source in variants:
             ctx.cwds = [cwd]
             self._source(source, ctx, 0)
-        if only is None:
+        if only is None and self._deny_globs:
             text = command.lower()
-            for regex, rule in self.glob_rules:
-                if rule.action != "allow" and regex.match(text):
+            for regex, rule in self._deny_globs:
+                if regex.match(text):
                     out.add(rule.action, f"permissions.bash:{rule.pattern}",
                             f"command matches {rule.action} pattern {rule.pattern!r}")
         if level == "untrusted" and out.verdict == "ask":
             out.add("deny", "trust.untrusted", "untrusted workspace: what would ask is denied")
         return out
+
+    def _norm_cwd(self, cwd: str) -> str:
+        if not cwd.startswith("/"):  # relative: depends on the process's cwd, never cached
+            return os.path.normpath(os.path.abspath(cwd))
+        norm = self._cwd_norm.get(cwd)
+        if norm is None:
+            norm = os.path.normpath(cwd)
+            if len(self._cwd_norm) > 256:
+                self._cwd_norm.clear()
+            self._cwd_norm[cwd] = norm
+        return norm
 
     def _source(self, source: str, ctx: _Ctx, depth: int) -> None:
         out = ctx.out
@@ -188,8 +210,9 @@ class CompiledPolicy:
         env = self._env(script, ctx)
         for name, value in script.assigns:
             self._assignment(name, value, env, ctx)
-        ctx.functions |= set(script.functions)
-        if _recursive(script.functions):
+        if script.functions:
+            ctx.functions |= set(script.functions)
+        if script.functions and _recursive(script.functions):
             out.add("deny", "blocklist.recursive-function",
                     "a function calls itself (fork bomb shape)")
         for cmd in script.commands:
@@ -197,9 +220,9 @@ class CompiledPolicy:
 
     def _env(self, script: parse_mod.Script, ctx: _Ctx) -> Env:
         base: Env = {"HOME": (ctx.home,), "PWD": (ctx.cwd,), "IFS": (" \t\n",)}
-        env: Env = dict(base)
         if not script.assigns and not script.for_vars:
-            return env
+            return base
+        env: Env = dict(base)
         for _round in range(3):  # Y=$X after X=rm: a few rounds reach the fixpoint
             values: dict[str, list[str]] = {}
             for name, value in script.assigns:
@@ -240,9 +263,14 @@ class CompiledPolicy:
                     self._path(target, mode, ctx, redirect=True)
                     if red.op == "<>":
                         self._path(target, "read", ctx, redirect=True)
-        if not cmd.words:
+        words = cmd.words
+        if not words:
             return
-        expanded = [expand(w, env, ctx.home) for w in cmd.words]
+        values = [w if _plain(w) else simple_value(w) for w in words]
+        if None not in values:  # every word has exactly one value: argv is known
+            self._argv(values, ctx, depth, in_function=cmd.function)  # type: ignore[arg-type]
+            return
+        expanded = [expand(w, env, ctx.home) for w in words]
         combos: list[list[str]] = [[]]
         for exp in expanded:
             nxt: list[list[str]] = []
@@ -273,7 +301,14 @@ class CompiledPolicy:
     def _argv(self, argv: list[str], ctx: _Ctx, depth: int, in_function: str | None) -> None:
         out = ctx.out
         for word in argv:
-            self._word_checks(word, ctx)
+            if "[" in word or "/dev/" in word:
+                self._word_checks(word, ctx)
+        if not argv:
+            return
+        first = argv[0]
+        if (first.rpartition("/")[2] if "/" in first else first) not in WRAPPERS:
+            self._command(argv, ctx, depth)  # what unwrap would hand back unchanged
+            return
         res = unwrap(argv)
         for layer in res.chain:
             if layer in self.blocked:
@@ -301,8 +336,8 @@ class CompiledPolicy:
         if DYN in name:
             out.add("ask", "command.dynamic", "the command name is not known before running")
             return
-        base = os.path.basename(name) if "/" in name else name
-        if _GLOB.search(base):
+        base = name.rpartition("/")[2] if "/" in name else name
+        if ("*" in base or "?" in base or "[" in base) and _GLOB.search(base):
             out.add("ask", "command.glob", f"the command name {name!r} is a glob")
             for cand in sorted(self.command_names | BLOCKED_BUILTINS.keys() | SHELLS):
                 if fnmatch.fnmatchcase(cand, base):
@@ -311,6 +346,9 @@ class CompiledPolicy:
         cap_allow = False
         if "/" in name:
             full = os.path.normpath(name if name.startswith("/") else os.path.join(ctx.cwd, name))
+            if "\x00" in full:  # `$'\0'`: no program has that path (and realpath would raise)
+                out.add("deny", "command.nul", f"the command path {name!r} holds a NUL byte")
+                return
             real = os.path.realpath(full)
             if inside(full, ctx.roots) and inside(real, ctx.roots):
                 self._workspace_script(name, ctx)
@@ -342,11 +380,11 @@ class CompiledPolicy:
                     ctx.cwds.append(new)
             if not args:
                 self._path(ctx.home, "read", ctx)
-        vopts = self._value_options(base)
+        vopts, spec_scan, has_paths = self._value_options(base)
         sc = scan(args, vopts)
         allowed, trusted_only = self._rules(base, args, sc, vopts, ctx)
-        if base in _PATH_COMMANDS or spec_for(base) is not None:
-            pa = path_args(base, args)
+        if has_paths:
+            pa = path_args(base, args, sc if spec_scan else None)
             for r in pa.reads:
                 self._path(r, "read", ctx)
             for w in pa.writes:
@@ -393,35 +431,60 @@ class CompiledPolicy:
             ctx.out.add("ask", "workspace.script",
                         f"{what} runs a workspace script; the workspace is not trusted")
 
-    def _value_options(self, base: str) -> frozenset[str]:
-        vopts = self._vopts.get(base)
-        if vopts is None:
+    def _value_options(self, base: str) -> tuple[frozenset[str], bool, bool]:
+        """The options of `base` that take a value; whether they are exactly those of its
+        path spec (then a scan with them is the scan `path_args` would make); whether `base`
+        has path arguments."""
+        cached = self._vopts.get(base)
+        if cached is None:
             vopts = self.grammar.get(base, frozenset())
             spec = spec_for(base)
             if spec is not None:
                 vopts = vopts | spec.value_options
+            cached = (vopts, spec is not None and vopts == spec.value_options,
+                      base in _PATH_COMMANDS or spec is not None)
             if len(self._vopts) < 4096:
-                self._vopts[base] = vopts
-        return vopts
+                self._vopts[base] = cached
+        return cached
+
+    def _candidates_for(self, base: str) -> tuple[CompiledRule, ...]:
+        """The rules naming `base` (by name, then by glob), in policy order."""
+        found = self._candidates.get(base)
+        if found is None:
+            candidates = list(self._by_name.get(base, ()))
+            if self._glob_rules:
+                seen = {id(cr) for cr in candidates}
+                candidates += [cr for cr in self._glob_rules if id(cr) not in seen and any(
+                    fnmatch.fnmatchcase(base, g) for g in cr.globs)]
+            found = tuple(candidates)
+            if len(self._candidates) > 4096:
+                self._candidates.clear()
+            self._candidates[base] = found
+        return found
 
     def _rules(self, base: str, args: list[str], sc: Scan, vopts: frozenset[str],
                ctx: _Ctx) -> tuple[bool, bool]:
         """Apply every matching rule; return (some allow matched, that allow is trusted-only)."""
-        candidates = list(self._by_name.get(base, ()))
-        if self._glob_rules:
-            seen = {id(cr) for cr in candidates}
-            candidates += [cr for cr in self._glob_rules if id(cr) not in seen and any(
-                fnmatch.fnmatchcase(base, g) for g in cr.globs)]
+        candidates = self._candidates_for(base)
         if ctx.only_rule is not None:
-            candidates = [cr for cr in candidates if cr is ctx.only_rule]
+            candidates = tuple(cr for cr in candidates if cr is ctx.only_rule)
         allowed = False
         trusted_only = True
         if not candidates and not self.glob_rules:
             return False, False
-        cctx = CheckContext(ctx.cwd, ctx.roots)
+        pos = sc.positionals
+        head = pos[0] if pos else None
+        no_options = not sc.options
         for cr in candidates:
-            if not _rule_matches(cr, base, args, sc, cctx, vopts):
-                continue
+            if cr.heads is not None and head not in cr.heads:
+                continue  # no subcommand of the rule can match
+            if no_options and cr.needs_options:
+                continue  # (with no option scanned, the global prefix has none either)
+            if not cr.unconditional:
+                if cr.rule.check is not None and ctx.cctx is None:
+                    ctx.cctx = CheckContext(ctx.cwd, ctx.roots)
+                if not _rule_matches(cr, base, args, sc, ctx.cctx, vopts):
+                    continue
             rule = cr.rule
             if rule.verdict == "allow":
                 ctx.out.add("allow", rule.id, "")
@@ -448,13 +511,19 @@ def _compile_rule(rule: Rule) -> CompiledRule:
     names = frozenset(c for c in rule.commands if not _GLOB.search(c))
     globs = tuple(c for c in rule.commands if _GLOB.search(c))
     subs = tuple(tuple(s.split()) for s in rule.subcommands)
+    heads = frozenset(sub[0] for sub in subs) if subs and all(subs) else None
+    needs_options = bool(rule.options) and all(
+        o.startswith("--") or len(o) == 2 for o in rule.options)
+    unconditional = not (subs or rule.no_args or rule.unless_options or rule.options
+                         or rule.args or rule.any_arg or rule.argv or rule.check)
     return CompiledRule(rule, names, globs, subs, _alternation(rule.args),
-                        _alternation(rule.any_arg, lower=True), _alternation(rule.argv))
+                        _alternation(rule.any_arg, lower=True), _alternation(rule.argv), heads,
+                        needs_options, unconditional)
 
 
 def _has_option(spec: str, args: list[str], sc: Scan) -> bool:
     if spec.startswith("--") or len(spec) == 2:
-        return any(option_matches(spec, name) for name, _ in sc.options)
+        return bool(sc.options) and any(option_matches(spec, name) for name, _ in sc.options)
     stop = args.index("--") if "--" in args else len(args)
     return any(fnmatch.fnmatchcase(a.partition("=")[0], spec) for a in args[:stop])
 
@@ -474,7 +543,7 @@ def _global_prefix(args: list[str], vopts: frozenset[str]) -> list[str]:
 
 
 def _rule_matches(cr: CompiledRule, base: str, args: list[str], sc: Scan,
-                  cctx: CheckContext, vopts: frozenset[str]) -> bool:
+                  cctx: CheckContext | None, vopts: frozenset[str]) -> bool:
     rule = cr.rule
     pos: tuple[str, ...] = sc.positionals
     rest = pos
@@ -503,7 +572,10 @@ def _rule_matches(cr: CompiledRule, base: str, args: list[str], sc: Scan,
         return False
     if cr.argv_re is not None and not cr.argv_re.match(" ".join(args)):
         return False
-    return not (rule.check and not CHECKS[rule.check](base, args, cctx))
+    if rule.check:
+        assert cctx is not None
+        return bool(CHECKS[rule.check](base, args, cctx))
+    return True
 
 
 def _recursive(functions: dict[str, set[str]]) -> bool:

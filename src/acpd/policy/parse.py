@@ -79,9 +79,31 @@ _BLOCKED_NODES = {
 }
 
 
-def _text(node: Any) -> str:
-    raw: bytes = node.text
-    return raw.decode("utf-8", "surrogateescape")
+_HANDLED = frozenset({"command", "redirected_statement", "declaration_command", "unset_command",
+                      "variable_assignment", "function_definition", "for_statement",
+                      "test_command", "command_substitution", "arithmetic_expansion",
+                      "expansion", "ERROR", *_BLOCKED_NODES})
+"""Node kinds the walk acts on; every other named node is only descended into."""
+
+
+class _Walk:
+    """State of one walk: the source (to slice node text from) and redirects that a
+    `redirected_statement` hands to its command."""
+
+    __slots__ = ("data", "extra", "source")
+
+    def __init__(self, source: str, data: bytes) -> None:
+        self.source: str | None = source if source.isascii() else None
+        self.data = data
+        self.extra: dict[int, list[Redirect]] = {}
+
+    def text(self, node: Any) -> str:
+        if self.source is not None:  # ASCII: byte offsets are character offsets
+            return self.source[node.start_byte : node.end_byte]
+        return self.data[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
+
+
+_MASK_NON_ASCII = bytes(range(128)) + b"A" * 128
 
 
 def parse(source: str) -> Script:
@@ -89,62 +111,113 @@ def parse(source: str) -> Script:
     `text.parser_safe`: tree-sitter-bash crashes the process on some code points)."""
     if not source.isascii() and not all(parser_safe(ch) for ch in source):
         raise ValueError("character outside the parsed Unicode planes")
-    tree = _parser().parse(source.encode("utf-8", "surrogateescape"))
+    data = source.encode("utf-8", "surrogateescape")
+    # tree-sitter-bash 0.25 reads out of bounds on some non-ASCII code points (a random
+    # segfault, seen from U+2C000 up). Bash itself tokenizes bytes and gives every byte
+    # >= 0x80 the same role (a plain word character), so the parser gets those bytes masked
+    # to one ASCII letter: same byte offsets, same tree shape, and every word is still read
+    # from the real bytes. Masking only makes different characters look alike, which can
+    # end a here-doc early (more text judged as commands), never later.
+    tree = _parser().parse(data if source.isascii() else data.translate(_MASK_NON_ASCII))
     script = Script()
     root = tree.root_node
     script.has_error = bool(root.has_error)
-    stack: list[tuple[Any, str | None]] = [(root, None)]
+    w = _Walk(source, data)
+    # Preorder walk with a cursor, in document order: named nodes that are not leaves are
+    # visited (and descended into); anonymous nodes and leaves are stepped over.
+    cursor = root.walk()
+    fns: list[tuple[int, str]] = []
+    """(depth of a function_definition, its name): the innermost one encloses the node."""
+    depth = 0
     seen = 0
-    while stack:
-        node, fn = stack.pop()
-        seen += 1
-        if seen > MAX_NODES:
-            script.too_big = True
-            break
-        kind = node.type
-        if kind == "command":
-            script.commands.append(_command(node, fn))
-        elif kind == "redirected_statement":
-            body = node.named_children[0] if node.named_child_count else None
-            if body is not None and body.type != "command":
-                reds = [_redirect(c) for c in node.named_children if c.type in _REDIRECTS]
-                script.commands.append(SimpleCommand([], redirects=reds, function=fn))
-        elif kind in ("declaration_command", "unset_command"):
-            script.commands.append(_declaration(node, fn, script))
-        elif kind == "variable_assignment":
-            name, value = _assignment(node)
-            script.assigns.append((name, value))
-        elif kind == "function_definition":
-            name_node = node.child_by_field_name("name") or node.named_children[0]
-            fn = _text(name_node)
-            script.functions.setdefault(fn, set())
-        elif kind == "for_statement":
-            var = node.child_by_field_name("variable")
-            if var is not None:
-                values = [_text(c) for c in node.children_by_field_name("value")]
-                script.for_vars.setdefault(_text(var), []).extend(values or ["\x00?"])
-        elif kind == "test_command":
-            script.commands.append(
-                SimpleCommand([_text(node.children[0]), *_leaf_words(node)], function=fn)
-            )
-        elif kind == "command_substitution":
-            tick = _text(node).startswith("`")
-            script.blocked.append(
-                ("blocklist.backticks" if tick else "blocklist.command-substitution",
-                 "backtick substitution" if tick else "command substitution $(...)")
-            )
-        elif kind in _BLOCKED_NODES:
-            script.blocked.append(_BLOCKED_NODES[kind])
-        elif kind == "arithmetic_expansion" and _text(node).startswith("$["):
-            script.blocked.append(("blocklist.legacy-arithmetic", "legacy arithmetic $[...]"))
-        elif kind == "expansion" and any(c.type == "@" for c in node.children):
-            script.blocked.append(("blocklist.transform", "parameter transform ${var@op}"))
-        elif kind == "ERROR":
-            script.has_error = True
-            script.commands.extend(_fallback(_text(node), fn))
-        stack.extend((c, fn) for c in reversed(node.named_children) if c.type not in _LEAVES)
+    while True:
+        node = cursor.node
+        if node.is_named and (kind := node.type) not in _LEAVES:
+            seen += 1
+            if seen > MAX_NODES:
+                script.too_big = True
+                break
+            if kind == "command":
+                cmd, flat = _command(node, fns[-1][1] if fns else None, w)
+                script.commands.append(cmd)
+                if flat >= 0:
+                    # Nothing below but words: the walk would only count the command names.
+                    seen += flat
+                    if seen > MAX_NODES:
+                        script.too_big = True
+                        break
+                elif cursor.goto_first_child():
+                    depth += 1
+                    continue
+            else:
+                if kind in _HANDLED:
+                    fn = fns[-1][1] if fns else None
+                    name = _visit(node, kind, fn, script, w)
+                    if name is not None:
+                        fns.append((depth, name))
+                if cursor.goto_first_child():
+                    depth += 1
+                    continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                break
+            depth -= 1
+        else:
+            while fns and fns[-1][0] >= depth:
+                fns.pop()
+            continue
+        break
     _calls(script)
     return script
+
+
+def _visit(node: Any, kind: str, fn: str | None, script: Script, w: _Walk) -> str | None:
+    """Act on one node; return a function name when the node defines one (for its body)."""
+    if kind == "redirected_statement":
+        children = node.named_children
+        if children:
+            reds = [_redirect(c, w) for c in children if c.type in _REDIRECTS]
+            if children[0].type != "command":
+                script.commands.append(SimpleCommand([], redirects=reds, function=fn))
+            for c in children:
+                if c.type == "command":
+                    w.extra[c.id] = reds
+    elif kind in ("declaration_command", "unset_command"):
+        script.commands.append(_declaration(node, fn, w))
+    elif kind == "variable_assignment":
+        script.assigns.append(_assignment(node, w))
+    elif kind == "function_definition":
+        name_node = node.child_by_field_name("name") or node.named_children[0]
+        name = w.text(name_node)
+        script.functions.setdefault(name, set())
+        return name
+    elif kind == "for_statement":
+        var = node.child_by_field_name("variable")
+        if var is not None:
+            values = [w.text(c) for c in node.children_by_field_name("value")]
+            script.for_vars.setdefault(w.text(var), []).extend(values or ["\x00?"])
+    elif kind == "test_command":
+        script.commands.append(
+            SimpleCommand([w.text(node.children[0]), *_leaf_words(node, w)], function=fn)
+        )
+    elif kind == "command_substitution":
+        tick = w.text(node).startswith("`")
+        script.blocked.append(
+            ("blocklist.backticks" if tick else "blocklist.command-substitution",
+             "backtick substitution" if tick else "command substitution $(...)")
+        )
+    elif kind in _BLOCKED_NODES:
+        script.blocked.append(_BLOCKED_NODES[kind])
+    elif kind == "arithmetic_expansion":
+        if w.text(node).startswith("$["):
+            script.blocked.append(("blocklist.legacy-arithmetic", "legacy arithmetic $[...]"))
+    elif kind == "expansion":
+        if any(c.type == "@" for c in node.children):
+            script.blocked.append(("blocklist.transform", "parameter transform ${var@op}"))
+    elif kind == "ERROR":
+        script.has_error = True
+        script.commands.extend(_fallback(w.text(node), fn))
+    return None
 
 
 def _calls(script: Script) -> None:
@@ -153,51 +226,61 @@ def _calls(script: Script) -> None:
             script.functions.setdefault(cmd.function, set()).add(cmd.words[0])
 
 
-def _command(node: Any, fn: str | None) -> SimpleCommand:
+def _command(node: Any, fn: str | None, w: _Walk) -> tuple[SimpleCommand, int]:
+    """The simple command, and -1 when the walk must descend into the node (something below
+    may matter), else the number of nodes the walk would count below it (command names)."""
     cmd = SimpleCommand([], function=fn)
+    words = cmd.words
+    flat = 0
+    src = w.source
     for child in node.named_children:
         kind = child.type
         if kind == "variable_assignment":
-            cmd.assigns.append(_assignment(child))
-        elif kind == "command_name":
-            cmd.words.append(_text(child))
+            cmd.assigns.append(_assignment(child, w))
+            flat = -1
         elif kind in _REDIRECTS:
-            cmd.redirects.append(_redirect(child))
-        elif kind == "comment":
-            continue
-        else:
-            cmd.words.append(_text(child))
-    parent = node.parent
-    if parent is not None and parent.type == "redirected_statement":
-        for sib in parent.named_children:
-            if sib.type in _REDIRECTS:
-                cmd.redirects.append(_redirect(sib))
-    cmd.heredoc = any(r.kind == "heredoc" for r in cmd.redirects)
-    return cmd
+            cmd.redirects.append(_redirect(child, w))
+            flat = -1
+        elif kind != "comment":
+            words.append(src[child.start_byte : child.end_byte] if src is not None
+                         else w.text(child))
+            if flat < 0 or kind in _LEAVES:
+                continue
+            if (kind == "command_name" and child.named_child_count == 1
+                    and child.named_child(0).type in _LEAVES):
+                flat += 1
+            else:
+                flat = -1
+    extra = w.extra.get(node.id)
+    if extra is not None:
+        cmd.redirects.extend(extra)
+    if cmd.redirects:
+        cmd.heredoc = any(r.kind == "heredoc" for r in cmd.redirects)
+    return cmd, flat
 
 
-def _declaration(node: Any, fn: str | None, script: Script) -> SimpleCommand:
-    keyword = _text(node.children[0]) if node.child_count else "declare"
+def _declaration(node: Any, fn: str | None, w: _Walk) -> SimpleCommand:
+    keyword = w.text(node.children[0]) if node.child_count else "declare"
     cmd = SimpleCommand([keyword], function=fn, keyword=keyword)
     for child in node.named_children:
         if child.type == "variable_assignment":
-            name, value = _assignment(child)
+            name, value = _assignment(child, w)
             cmd.assigns.append((name, value))
-            cmd.words.append(_text(child))
+            cmd.words.append(w.text(child))
         elif child.type in _REDIRECTS:
-            cmd.redirects.append(_redirect(child))
+            cmd.redirects.append(_redirect(child, w))
         else:
-            cmd.words.append(_text(child))
+            cmd.words.append(w.text(child))
     return cmd
 
 
-def _assignment(node: Any) -> tuple[str, str]:
-    text = _text(node)
+def _assignment(node: Any, w: _Walk) -> tuple[str, str]:
+    text = w.text(node)
     name, _, value = text.partition("=")
     return name.rstrip("+"), value
 
 
-def _redirect(node: Any) -> Redirect:
+def _redirect(node: Any, w: _Walk) -> Redirect:
     kind = node.type
     if kind == "heredoc_redirect":
         return Redirect("<<", None, kind="heredoc")
@@ -208,13 +291,13 @@ def _redirect(node: Any) -> Redirect:
     target: str | None = None
     for child in node.children:
         if child.type == "file_descriptor":
-            fd = _text(child)
+            fd = w.text(child)
         elif not child.is_named:
             op += child.type
         elif child.type == "ERROR":
-            op += _text(child)
+            op += w.text(child)
         elif target is None:
-            target = _text(child)
+            target = w.text(child)
     return Redirect(op, target, fd)
 
 
@@ -222,13 +305,13 @@ _LEAF = {"word", "string", "raw_string", "concatenation", "ansi_c_string", "numb
          "simple_expansion", "expansion", "translated_string", "test_operator"}
 
 
-def _leaf_words(node: Any) -> list[str]:
+def _leaf_words(node: Any, w: _Walk) -> list[str]:
     out: list[str] = []
     stack = [node]
     while stack:
         cur = stack.pop()
         if cur is not node and cur.type in _LEAF:
-            out.append(_text(cur))
+            out.append(w.text(cur))
             continue
         stack.extend(reversed(cur.named_children))
     return out

@@ -7,12 +7,13 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from acpd.policy.decision import Verdict
 from acpd.policy.words import DYN
 
+_DEV_FD = re.compile(r"/dev/fd/\d+")
 REDIRECT_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin",
                               "/dev/tty", "/dev/zero", "/dev/random", "/dev/urandom"})
 _GLOB = re.compile(r"[*?\[]")
@@ -93,6 +94,37 @@ def inside(path: str, roots: tuple[str, ...]) -> str | None:
     return None
 
 
+class Prefilter:
+    """All of a pattern list in two regexes (anchored anywhere/absolute, and per root): a path
+    neither matches cannot match any pattern of the list, so `matches` need not run."""
+
+    __slots__ = ("absolute", "relative")
+
+    def __init__(self, patterns: tuple[PathPattern, ...]) -> None:
+        self.absolute = _union([p.regex for p in patterns if p.anchor != "rel"])
+        self.relative = _union([p.regex for p in patterns if p.anchor == "rel"])
+
+    def may_match(self, path: str, roots: tuple[str, ...]) -> bool:
+        if self.absolute is not None and self.absolute.match(path):
+            return True
+        if self.relative is None:
+            return False
+        root = inside(path, roots)
+        if root is None:
+            return False
+        rel = path[len(root.rstrip("/")) + 1 :] if path != root else "."
+        return self.relative.match(rel) is not None
+
+
+def _union(regexes: list[re.Pattern[str]]) -> re.Pattern[str] | None:
+    if not regexes:
+        return None
+    flags = {r.flags for r in regexes}
+    if len(flags) != 1:  # not one regex: never filter anything out
+        return re.compile("")
+    return re.compile("|".join(f"(?:{r.pattern})" for r in regexes), flags.pop())
+
+
 def matches(path: str, patterns: tuple[PathPattern, ...], roots: tuple[str, ...]) -> str | None:
     root = inside(path, roots)
     for pat in patterns:
@@ -168,8 +200,31 @@ def cached_realpath(path: str) -> str:
     return _realpath(path)
 
 
+@lru_cache(maxsize=256)
+def normalized_roots(roots: tuple[str, ...]) -> tuple[str, ...]:
+    """Workspace roots resolved (through the realpath cache) and normalized."""
+    return tuple(os.path.normpath(_realpath(r)) for r in roots)
+
+
 def clear_cache() -> None:
     _realpath.cache_clear()
+    normalized_roots.cache_clear()
+
+
+_DOT_COMPONENT = re.compile(r"/\.\.?(?:/|$)")
+
+
+def _join(cwd: str, raw: str) -> str:
+    """os.path.join(cwd, raw) for a relative, non-empty raw."""
+    return cwd + raw if not cwd or cwd.endswith("/") else cwd + "/" + raw
+
+
+def _normpath(path: str) -> str:
+    """os.path.normpath of an absolute path, without the work when it is already normal (no
+    empty, `.` or `..` component, no trailing slash)."""
+    if "//" in path or path.endswith("/") or ("/." in path and _DOT_COMPONENT.search(path)):
+        return os.path.normpath(path)
+    return path
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +236,12 @@ class PathRules:
     write_roots: tuple[PathPattern, ...]
     outside_read: Verdict
     outside_write: Verdict
+    read_filter: Prefilter = field(init=False, repr=False, compare=False)
+    write_filter: Prefilter = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "read_filter", Prefilter(self.deny_read))
+        object.__setattr__(self, "write_filter", Prefilter(self.deny_write))
 
 
 def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: bool = False,
@@ -191,20 +252,26 @@ def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: boo
                 "before running")
     if not raw or raw == "-":
         return None
-    if redirect and (raw in REDIRECT_DEVICES or re.fullmatch(r"/dev/fd/\d+", raw)):
+    if redirect and (raw in REDIRECT_DEVICES or _DEV_FD.fullmatch(raw)):
         return None
-    lexical = os.path.normpath(raw if raw.startswith("/") else os.path.join(cwd, raw))
+    lexical = _normpath(raw if raw.startswith("/") else _join(cwd, raw))
     if lexical.startswith("//"):
         lexical = "/" + lexical.lstrip("/")
+    if "\x00" in lexical:
+        # `$'\0'` in a word: no file has that name, and realpath would raise
+        return ("deny", "path.nul", f"{mode} path {raw!r} holds a NUL byte")
     real = _realpath(lexical) if cached else os.path.realpath(lexical)
-    deny = rules.deny_read if mode == "read" else rules.deny_write
-    for form in (lexical, real):
-        hit = matches(form, deny, rules.roots)
+    if mode == "read":
+        deny, prefilter = rules.deny_read, rules.read_filter
+    else:
+        deny, prefilter = rules.deny_write, rules.write_filter
+    for form in (lexical,) if real == lexical else (lexical, real):
+        hit = matches(form, deny, rules.roots) if prefilter.may_match(form, rules.roots) else None
         if hit is None and _GLOB.search(form):
             hit = glob_may_match(form, deny, rules.roots)
         if hit is not None:
             return ("deny", f"path.deny-{mode}", f"{mode} of {raw} matches deny_{mode} {hit!r}")
-    if inside(lexical, rules.roots) and inside(real, rules.roots):
+    if inside(lexical, rules.roots) and (real == lexical or inside(real, rules.roots)):
         return None
     extra = rules.read_roots if mode == "read" else rules.write_roots
     if matches(lexical, extra, rules.roots) and matches(real, extra, rules.roots):

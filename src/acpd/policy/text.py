@@ -20,14 +20,15 @@ INVISIBLE = frozenset(
 
 def check_text(command: str, max_bytes: int, out: Findings) -> bool:
     """Record findings on the raw text; return False when the text must not be parsed at all."""
-    size = len(command.encode("utf-8", "surrogatepass"))
+    ascii_only = command.isascii()
+    size = len(command) if ascii_only else len(command.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         out.add("deny", "input.too-large", f"command is {size} bytes, over the {max_bytes} cap")
         return False
     if "\x00" in command:
         out.add("deny", "input.nul", "command contains a NUL byte")
         return False
-    if command.isascii():
+    if ascii_only:
         if _CONTROL.search(command):
             ch = _CONTROL.search(command).group(0)  # type: ignore[union-attr]
             out.add("ask", "input.control", f"control character U+{ord(ch):04X} in command")

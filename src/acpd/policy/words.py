@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from itertools import product
+from typing import NamedTuple
 
 MAX_ALTERNATIVES = 16
 MAX_BRACE_WORDS = 64
@@ -47,8 +48,7 @@ class Dyn:
 Seg = Lit | Param | Dyn
 
 
-@dataclass(frozen=True, slots=True)
-class Expanded:
+class Expanded(NamedTuple):
     """The possible values of one word: each alternative is a list of fields."""
 
     alternatives: tuple[tuple[str, ...], ...]
@@ -306,13 +306,38 @@ def expand_text(text: str, env: Env, home: str) -> tuple[str, bool]:
     return "".join(out), dynamic
 
 
-_PLAIN = re.compile(r"[A-Za-z0-9_./:=,+@%^-]+")
+PLAIN = re.compile(r"[A-Za-z0-9_./:=,+@%^-]+")
+"""A word made of these characters is its own only value."""
+
+
+def simple_value(text: str) -> str | None:
+    """The value of a word that is one field whatever the environment: plain characters, or
+    one single- or double-quoted string with nothing to expand inside; else None."""
+    if PLAIN.fullmatch(text):
+        return text
+    if len(text) >= 2:
+        quote = text[0]
+        if quote == "'" and text[-1] == "'":
+            inner = text[1:-1]
+            if "'" not in inner:
+                return inner
+        elif quote == '"' and text[-1] == '"':
+            inner = text[1:-1]
+            if not ('"' in inner or "\\" in inner or "$" in inner or "`" in inner):
+                return inner
+    return None
 
 
 def expand(text: str, env: Env, home: str) -> Expanded:
     """All values the word can take (bounded), with field splitting and brace expansion."""
-    if _PLAIN.fullmatch(text):
-        return Expanded(((text,),), False, False)
+    value = simple_value(text)
+    if value is not None:
+        return Expanded(((value,),), False, False)
+    return expand_segments(text, env, home)
+
+
+def expand_segments(text: str, env: Env, home: str) -> Expanded:
+    """`expand` without the shortcut for simple words (every word goes through `lex`)."""
     segs = lex(text, home)
     dynamic = False
     glob = False

@@ -69,6 +69,12 @@ _SHELL_VALUES = _fs("-o", "-O", "+o", "+O", "--rcfile", "--init-file")
 _WATCH_VALUES = _fs("-n", "-d", "-q", "--interval", "--differences", "--equexit")
 
 
+WRAPPERS = frozenset({*_SIMPLE, "env", "command", "exec", "busybox", "coproc", "xargs",
+                      "parallel", "flock", "watch", "eval", "trap", "su", "runuser", "script",
+                      "find", "fd", "fdfind", *SHELLS})
+"""Every name `unwrap` acts on: any other command comes back from it unchanged."""
+
+
 def _first_positional(args: list[str], values: frozenset[str]) -> int:
     """Index in args of the first word that is not an option (or an option's value)."""
     i = 0
