@@ -92,47 +92,40 @@ def decode_ansi_c(body: str) -> str:
 
 def _match_brace(text: str, start: int) -> int:
     """Index of the `}` closing the `${` at start (nesting and quotes respected), or -1."""
+    # Single quotes hide braces only once inside ${...}, as in ${x:-'}'}.
+    return _match_close(text, start, "{", "}", quotes_outside=False)
+
+
+def _match_paren(text: str, start: int) -> int:
+    """Index of the `)` closing the `(` at start; an unclosed one runs to the end."""
+    end = _match_close(text, start, "(", ")", quotes_outside=True)
+    return len(text) - 1 if end < 0 else end
+
+
+def _match_close(text: str, start: int, opener: str, closer: str, *, quotes_outside: bool) -> int:
+    """Index of the `closer` that balances the `opener` at start, skipping backslash escapes
+    and single-quoted text (inside the brackets only, unless `quotes_outside`); -1 when it
+    is never closed."""
     depth, i, n = 0, start, len(text)
     while i < n:
         ch = text[i]
         if ch == "\\":
             i += 2
             continue
-        if ch == "'" and depth > 0:
+        if ch == "'" and (quotes_outside or depth > 0):
             end = text.find("'", i + 1)
             if end < 0:
                 return -1
             i = end + 1
             continue
-        if ch == "{":
+        if ch == opener:
             depth += 1
-        elif ch == "}":
+        elif ch == closer:
             depth -= 1
             if depth == 0:
                 return i
         i += 1
     return -1
-
-
-def _match_paren(text: str, start: int) -> int:
-    depth, i, n = 0, start, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "'":
-            end = text.find("'", i + 1)
-            i = n if end < 0 else end + 1
-            continue
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return n - 1
 
 
 def _dollar(text: str, i: int, quoted: bool, segs: list[Seg]) -> int:
