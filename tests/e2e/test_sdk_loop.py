@@ -4,6 +4,7 @@ limits, invalid tool-call JSON, and stdin EOF."""
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -185,12 +186,14 @@ async def test_invalid_tool_arguments_become_an_error_result_and_the_turn_goes_o
 
 @pytest.mark.slow
 @pytest.mark.parametrize("where", ["local-process-group", "editor-terminal"])
-async def test_stdin_eof_ends_the_daemon_and_its_children(
-    where: str, tmp_path: Path, data_dir: Path, workspace: Path
+@pytest.mark.parametrize("stop", ["stdin-eof", "sigterm"])
+async def test_stdin_eof_or_sigterm_ends_the_daemon_and_its_children(
+    where: str, stop: str, tmp_path: Path, data_dir: Path, workspace: Path
 ) -> None:
-    """EOF while a command runs: acpd exits within about a second (asserted < 3 s), the
-    command's process tree is gone, and an editor terminal is killed and released (the
-    client still reads, even though acpd can no longer read its answers)."""
+    """EOF (or SIGTERM, which editors send too) while a command runs: acpd exits within
+    about a second (asserted < 3 s) with code 0, the command's process tree is gone, and an
+    editor terminal is killed and released (the client still reads, even though acpd can no
+    longer read its answers)."""
     command = "echo $$ >> pids.txt; sleep 60 & echo $! >> pids.txt; wait"
     script = write_script(
         tmp_path / "s.json", [{"tool_calls": [{"name": "bash", "arguments": {"command": command}}]}]
@@ -208,11 +211,14 @@ async def test_stdin_eof_ends_the_daemon_and_its_children(
         stdin = run.process.stdin
         assert stdin is not None
         started = time.monotonic()
-        stdin.write_eof()
+        if stop == "sigterm":
+            run.process.send_signal(signal.SIGTERM)
+        else:
+            stdin.write_eof()
         code = await asyncio.wait_for(run.process.wait(), 10)
         elapsed = time.monotonic() - started
         assert code == 0
-        assert elapsed < 3, f"acpd took {elapsed:.2f} s to exit after stdin EOF"
+        assert elapsed < 3, f"acpd took {elapsed:.2f} s to exit after {stop}"
         assert await wait_dead(pids, within=3) == [], "children outlived the daemon"
         # The shutdown cancels the turn. Its answer goes out if the turn ends within the
         # shutdown grace (the editor may read on after closing our stdin); otherwise the

@@ -13,7 +13,7 @@ import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from acpd.daemon.errors import PeerError
-from acpd.daemon.rpc import Connection, Reply
+from acpd.daemon.rpc import OUTBOX_SIZE, Connection, Reply
 from acpd.protocol.errors import ErrorCode, invalid_params
 
 
@@ -28,6 +28,8 @@ class Pipe:
         self.wrote = anyio.Event()
         self.fail_writes = False
         self.block_writes = False
+        self.slow_writes = False
+        """send_nowait takes nothing: every write goes through the writer task."""
 
     # ByteReceiver / ByteSender
     async def receive(self) -> bytes:
@@ -36,11 +38,22 @@ class Pipe:
         except anyio.EndOfStream:
             return b""
 
+    def send_nowait(self, data: bytes) -> int:
+        if self.fail_writes:
+            raise BrokenPipeError(32, "Broken pipe")
+        if self.block_writes or self.slow_writes:
+            return 0
+        self._wrote(data)
+        return len(data)
+
     async def send(self, data: bytes) -> None:
         if self.fail_writes:
             raise BrokenPipeError(32, "Broken pipe")
         if self.block_writes:
             await anyio.sleep_forever()
+        self._wrote(data)
+
+    def _wrote(self, data: bytes) -> None:
         self.out += data
         self.wrote.set()
         self.wrote = anyio.Event()
@@ -434,3 +447,96 @@ def test_requests_to_the_editor_fail_at_once_when_stdout_is_broken() -> None:
             await conn.request("fs/read_text_file", {}, timeout=None)
 
     run(echo, script)
+
+
+def test_what_the_pipe_does_not_take_at_once_goes_out_whole_and_in_order() -> None:
+    """The writer task's path: every write is left to it, and bursts still arrive in order."""
+
+    async def handler(method: str, params: Any) -> Any:
+        conn = params_conn[0]
+        for index in range(params["updates"]):
+            await conn.notify("update", {"n": index, "of": params["id"]})
+        return params["id"]
+
+    params_conn: list[Connection] = []
+
+    def setup(conn: Connection) -> None:
+        params_conn.append(conn)
+
+    async def script(pipe: Pipe, conn: Connection) -> None:
+        pipe.slow_writes = True
+        pipe.feed(*[req(i, "burst", {"id": i, "updates": 50}) for i in range(40)])
+        with anyio.fail_after(10):
+            while pipe.out.count(b'"result"') < 40:
+                await pipe.wrote.wait()
+
+    pipe = run(handler, script, setup=setup)
+    messages = pipe.messages()
+    assert len(messages) == 40 * 51
+    for request_id in range(40):
+        mine = [m for m in messages if m.get("params", {}).get("of") == request_id]
+        assert [m["params"]["n"] for m in mine] == list(range(50))
+        answer_at = next(i for i, m in enumerate(messages) if m.get("id") == request_id)
+        # Each handler's updates were sent before its answer, so they are read before it.
+        assert messages.index(mine[-1]) < answer_at
+
+
+def test_a_sender_waits_for_room_in_a_full_outbox_and_nothing_is_lost() -> None:
+    total = OUTBOX_SIZE * 2
+
+    async def handler(method: str, params: Any) -> Any:
+        conn = params_conn[0]
+        for index in range(total):
+            await conn.notify("update", index)
+        return "done"
+
+    params_conn: list[Connection] = []
+
+    async def script(pipe: Pipe, conn: Connection) -> None:
+        pipe.slow_writes = True
+        pipe.feed(req(1, "flood"))
+        await pipe.wait_for(answer_to(1))
+
+    pipe = run(handler, script, setup=params_conn.append)
+    notes = [m["params"] for m in pipe.messages() if m.get("method") == "update"]
+    assert notes == list(range(total))
+
+
+def test_eof_cancels_running_requests_and_their_cleanup_runs() -> None:
+    cleaned: list[str] = []
+    started: list[str] = []
+
+    async def handler(method: str, params: Any) -> Any:
+        try:
+            started.append(method)
+            await anyio.sleep_forever()
+        finally:
+            cleaned.append(method)
+
+    async def script(pipe: Pipe, conn: Connection) -> None:
+        pipe.feed(req(1, "forever"), req(2, "forever"))
+        with anyio.fail_after(5):
+            while len(started) < 2:  # noqa: ASYNC110 (both handlers must be running)
+                await anyio.sleep(0.01)
+
+    start = time.monotonic()
+    pipe = run(handler, script)
+    assert sorted(cleaned) == ["forever", "forever"]
+    assert pipe.messages() == []  # nobody is left to answer
+    assert time.monotonic() - start < 5
+
+
+def test_a_cancel_that_arrives_after_the_handler_finished_changes_nothing() -> None:
+    async def handler(method: str, params: Any) -> Any:
+        return "finished"
+
+    async def script(pipe: Pipe, conn: Connection) -> None:
+        pipe.slow_writes = True  # the answer is still being written when the cancel comes
+        pipe.feed(req(1, "quick"))
+        await pipe.wait_for(answer_to(1))
+        pipe.feed({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 1}})
+        pipe.feed(req(2, "quick"))
+        await pipe.wait_for(answer_to(2))
+
+    pipe = run(handler, script)
+    assert [m.get("result") for m in pipe.messages()] == ["finished", "finished"]

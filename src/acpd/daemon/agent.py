@@ -37,6 +37,7 @@ MODE_NAMES = {
     "auto": ("Auto", "Tools run without asking (the shell policy still applies)."),
 }
 DIRECT = "none"
+META_FLUSH_DELAY = 0.05  # seconds a metadata change may wait for its write (see SessionStore)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,7 @@ class AcpAgent:
         self.sessions: dict[str, Session] = {}
         self._runtime: Runtime | None = None
         self._runtime_lock = anyio.Lock()
+        self._meta_flush_due = False
         self._methods: dict[str, Callable[[Any], Awaitable[Any]]] = {
             "initialize": self.initialize,
             "authenticate": self.authenticate,
@@ -87,7 +89,27 @@ class AcpAgent:
         handler = self._methods.get(method)
         if handler is None:
             raise method_not_found(method)
-        return await handler(params)
+        try:
+            return await handler(params)
+        finally:
+            if self._runtime is not None and self._runtime.store.pending_meta:
+                self._flush_meta_soon(self._runtime.store)
+
+    def _flush_meta_soon(self, store: SessionStore) -> None:
+        """Session metadata (mode, model, title) is written behind, META_FLUSH_DELAY after
+        the first change: a burst of mode switches costs one transaction, not one each."""
+        if self._meta_flush_due:
+            return
+        self._meta_flush_due = True
+
+        async def flush_later() -> None:
+            try:
+                await anyio.sleep(META_FLUSH_DELAY)
+            finally:
+                self._meta_flush_due = False
+            store.flush_meta()
+
+        self.conn.start_soon(flush_later)
 
     async def on_notification(self, method: str, params: Any) -> None:
         if method == "session/cancel":

@@ -55,6 +55,7 @@ CREATE INDEX IF NOT EXISTS tool_overflow_by_age ON tool_overflow (created_at);
 DAY = 86_400.0
 
 PAGE_SIZE = 50
+META_FIELDS = frozenset({"title", "mode", "model", "cwd"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,11 +82,15 @@ class SessionStore:
         self._db.execute("PRAGMA synchronous = NORMAL")
         self._db.executescript(SCHEMA)
         self._seq: dict[str, int] = {}
+        self._meta: dict[str, dict[str, Any]] = {}
+        """Metadata changes not yet written (see update_meta)."""
 
     def close(self) -> None:
+        self.flush_meta()
         self._db.close()
 
     def create(self, session_id: str, cwd: str, mode: str, model: str | None) -> None:
+        self.flush_meta()
         now = time.time()
         with self._db:
             self._db.execute(
@@ -94,20 +99,41 @@ class SessionStore:
             )
 
     def get(self, session_id: str) -> SessionRow | None:
+        self.flush_meta()
         row = self._db.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
         return SessionRow(*row) if row else None
 
     def update_meta(self, session_id: str, **fields: Any) -> None:
-        allowed = {"title", "mode", "model", "cwd"}
-        sets = [f"{k} = ?" for k in fields if k in allowed]
-        values = [v for k, v in fields.items() if k in allowed]
+        """Change a session's title, mode, model or cwd, written behind: the change is kept
+        here and written by the next flush_meta(), which every other read or write of the
+        sessions table runs first (so reads see it) and which the daemon runs shortly after.
+        A mode switch costs a dict update, not a transaction; a crash before the flush loses
+        that metadata change, never a message or an update."""
+        unknown = set(fields) - META_FIELDS
+        if unknown:
+            raise ValueError(f"not session metadata: {', '.join(sorted(unknown))}")
+        pending = self._meta.setdefault(session_id, {})
+        pending.update(fields)
+        pending["updated_at"] = time.time()
+
+    @property
+    def pending_meta(self) -> bool:
+        return bool(self._meta)
+
+    def flush_meta(self) -> None:
+        """Write the metadata changes kept by update_meta, in one transaction."""
+        if not self._meta:
+            return
         with self._db:
-            self._db.execute(
-                f"UPDATE sessions SET {', '.join([*sets, 'updated_at = ?'])} WHERE id = ?",
-                (*values, time.time(), session_id),
-            )
+            for session_id, fields in self._meta.items():
+                sets = ", ".join(f"{name} = ?" for name in fields)
+                self._db.execute(
+                    f"UPDATE sessions SET {sets} WHERE id = ?", (*fields.values(), session_id)
+                )
+        self._meta.clear()  # only once written: a failed flush is tried again by the next
 
     def delete(self, session_id: str) -> bool:
+        self.flush_meta()
         with self._db:
             cursor = self._db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         for table in ("updates", "messages"):
@@ -159,6 +185,7 @@ class SessionStore:
         self, cwd: str | None, cursor: str | None
     ) -> tuple[list[SessionRow], str | None]:
         """One page, newest first; raises BadCursor for a cursor this store did not issue."""
+        self.flush_meta()
         where: list[str] = ["1 = 1"]
         args: list[Any] = []
         if cwd is not None:
@@ -178,6 +205,7 @@ class SessionStore:
         return page, _encode_cursor(page[-1]) if more else None
 
     def _append(self, table: str, session_id: str, payload: dict[str, Any]) -> None:
+        self.flush_meta()
         seq = self._next_seq(table, session_id)
         with self._db:
             self._db.execute(

@@ -1,0 +1,122 @@
+"""SessionStore: metadata written behind, and never lost by a clean stop."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acpd.daemon.store import SessionStore
+from tests.helpers.daemon import raw_daemon
+
+
+def on_disk(path: Path, session_id: str) -> tuple[Any, ...]:
+    db = sqlite3.connect(path)
+    try:
+        row = db.execute(
+            "SELECT mode, model, title, updated_at FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        return tuple(row)
+    finally:
+        db.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SessionStore:
+    store = SessionStore(tmp_path / "s.sqlite3")
+    store.create("a", str(tmp_path), "ask", None)
+    store.create("b", str(tmp_path), "ask", None)
+    return store
+
+
+def test_a_change_is_kept_until_flushed_and_reads_see_it_at_once(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    store.update_meta("a", mode="auto")
+    store.update_meta("a", title="first")
+    assert store.pending_meta
+    assert on_disk(store.path, "a")[:3] == ("ask", None, None)  # not written yet
+    row = store.get("a")  # a read flushes first
+    assert row is not None and (row.mode, row.title) == ("auto", "first")
+    assert not store.pending_meta
+    assert on_disk(store.path, "a")[:3] == ("auto", None, "first")
+
+
+def test_many_changes_to_many_sessions_coalesce_into_one_write(store: SessionStore) -> None:
+    for index in range(1000):
+        store.update_meta("a" if index % 2 else "b", mode=("ask", "auto")[index % 2])
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    store.flush_meta()
+    updates = [s for s in statements if s.startswith("UPDATE")]
+    assert len(updates) == 2 and statements.count("BEGIN ") <= 1
+    assert on_disk(store.path, "a")[0] == "auto" and on_disk(store.path, "b")[0] == "ask"
+
+
+def test_list_orders_by_the_pending_change(store: SessionStore) -> None:
+    time.sleep(0.01)
+    store.update_meta("a", mode="auto")  # "a" becomes the most recently updated
+    rows, _ = store.list(None, None)
+    assert [row.id for row in rows] == ["a", "b"]
+
+
+def test_close_writes_what_is_pending(store: SessionStore) -> None:
+    store.update_meta("b", model="openai:gpt-x")
+    store.close()
+    assert on_disk(store.path, "b")[1] == "openai:gpt-x"
+
+
+def test_a_failed_flush_keeps_the_change_for_the_next_one(store: SessionStore) -> None:
+    store.update_meta("a", mode="read-only")
+    blocker = sqlite3.connect(store.path, timeout=0)
+    blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+    store._db.execute("PRAGMA busy_timeout = 0")
+    with pytest.raises(sqlite3.OperationalError):
+        store.flush_meta()
+    assert store.pending_meta
+    blocker.rollback()
+    blocker.close()
+    store.flush_meta()
+    assert on_disk(store.path, "a")[0] == "read-only"
+
+
+def test_only_session_metadata_is_accepted(store: SessionStore) -> None:
+    with pytest.raises(ValueError, match="not session metadata: id"):
+        store.update_meta("a", id="b")
+
+
+def _new_session(peer: Any, cwd: Path) -> str:
+    peer.initialize()
+    reply = peer.request("session/new", {"cwd": str(cwd), "mcpServers": []})
+    return str(reply["result"]["sessionId"])
+
+
+def test_the_daemon_writes_a_mode_switch_shortly_after_without_a_stop(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with raw_daemon(data) as peer:
+        session_id = _new_session(peer, tmp_path)
+        reply = peer.request("session/set_mode", {"sessionId": session_id, "modeId": "auto"})
+        assert reply["result"] == {}
+        deadline = time.monotonic() + 10
+        while on_disk(data / "sessions.sqlite3", session_id)[0] != "auto":
+            assert time.monotonic() < deadline, "the mode switch never reached the disk"
+            time.sleep(0.02)
+        assert peer.proc.poll() is None  # written while the daemon runs on
+
+
+@pytest.mark.parametrize("stop", ["eof", "sigterm"])
+def test_a_mode_switch_right_before_a_stop_is_on_disk(tmp_path: Path, stop: str) -> None:
+    data = tmp_path / "data"
+    with raw_daemon(data) as peer:
+        session_id = _new_session(peer, tmp_path)
+        peer.request("session/set_mode", {"sessionId": session_id, "modeId": "read-only"})
+        if stop == "eof":
+            assert peer.close(10) == 0
+        else:
+            peer.proc.send_signal(signal.SIGTERM)
+            assert peer.proc.wait(10) == 0
+    assert on_disk(data / "sessions.sqlite3", session_id)[0] == "read-only"
