@@ -3,10 +3,11 @@
     .venv/bin/python benchmarks/filters.py [--quick]
 
 Throughput: `FilterSet.apply` (sanitise + rule + preserved-line pass + secret scan) on a
-generated 10 MB `cargo test` log and a 100 MB noisy build log, next to a named baseline measured
-in the same run on the same data: one `str.splitlines()` pass (the least any line filter must
-do). Each case runs in a fresh child process so its peak RSS (ru_maxrss) is its own; the table
-shows it next to the size of the input string.
+generated 10 MB `cargo test` log, a 100 MB noisy build log (cargo build, make, and the log-dedup
+rule) and a 100 MB application log with timestamps and request UUIDs (log-dedup), next to a
+named baseline measured in the same run on the same data: one `str.splitlines()` pass (the
+least any line filter must do). Each case runs in a fresh child process so its peak RSS
+(ru_maxrss) is its own; the table shows it next to the size of the input string.
 Savings: line savings per built-in rule on the committed samples (tests/fixtures/outputs),
 beside the figures Zeph reports (cargo test ~91 %, clippy ~75 %, git log ~60 %).
 """
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import time
 import tomllib
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,11 +95,37 @@ def noisy_build_log(size: int) -> str:
     return "".join(parts)[:size]
 
 
+def app_log(size: int) -> str:
+    """journalctl/docker-logs-shaped: ISO timestamps, request UUIDs, durations, a few errors."""
+    rnd = random.Random(3)
+    parts: list[str] = []
+    total = 0
+    n = 0
+    while total < size:
+        n += 1
+        ts = f"2025-03-04T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}.{n % 997:03d}Z"
+        r = rnd.random()
+        if r < 0.5:
+            rid = str(uuid.UUID(int=rnd.getrandbits(128), version=4))
+            line = f"{ts} INFO  http: GET /health 200 in {rnd.randint(1, 9)}ms request_id={rid}"
+        elif r < 0.9:
+            line = f"{ts} DEBUG cache: hit ratio 0.{rnd.randint(80, 99)} over last 60s"
+        elif r < 0.999:
+            line = f"{ts} INFO  worker[{n % 8}]: job {n} done in {rnd.random():.3f}s"
+        else:
+            line = f"{ts} ERROR db: connection refused (attempt {n % 5})"
+        chunk = line + "\n"
+        parts.append(chunk)
+        total += len(chunk)
+    return "".join(parts)[:size]
+
+
 CASES = {
     "cargo-test 10 MB": ("cargo test --workspace 2>&1", cargo_test_log, 10 * MB),
     "cargo-build 100 MB": ("cd /build && cargo build --release 2>&1", noisy_build_log, 100 * MB),
     "make 100 MB": ("make -j2", noisy_build_log, 100 * MB),
     "log-dedup 100 MB": ("tail -n 2000000 build.log", noisy_build_log, 100 * MB),
+    "log-dedup app 100 MB": ("docker logs api", app_log, 100 * MB),
 }
 
 
@@ -130,6 +158,30 @@ def run_case(name: str) -> dict[str, float]:
     }
 
 
+def dedup_keys_table() -> None:
+    """The dedup strategy's keys on the same lines: block-wise (what it runs) against the
+    line-by-line definition it replaced (`line_key`, one regex pass per pattern per line)."""
+    from acpd.tools.filters.sanitize import sanitize_output
+    from acpd.tools.filters.strategies.base import CHECK_EVERY
+    from acpd.tools.filters.strategies.normalize import block_keys, line_key
+
+    print(f"\n{'dedup keys, 20 MB':20} {'block-wise MB/s':>15} {'line by line MB/s':>17}  same")
+    for name, generate in (("build log", noisy_build_log), ("app log", app_log)):
+        data = sanitize_output(generate(20 * MB))
+        lines = data.splitlines()
+        t0 = time.perf_counter()
+        fast = [
+            key
+            for start in range(0, len(lines), CHECK_EVERY)
+            for key in block_keys(lines[start : start + CHECK_EVERY], True)
+        ]
+        t1 = time.perf_counter()
+        slow = [line_key(x, True) if x else x for x in lines]
+        t2 = time.perf_counter()
+        mb = len(data) / MB
+        print(f"{name:20} {mb / (t1 - t0):15.1f} {mb / (t2 - t1):17.1f}  {fast == slow}")
+
+
 def savings_table() -> None:
     fixtures = ROOT / "tests" / "fixtures" / "outputs"
     samples = tomllib.loads((fixtures / "samples.toml").read_text())["sample"]
@@ -158,7 +210,7 @@ def main() -> None:
     quick = "--quick" in sys.argv
     print("baseline: one str.splitlines() pass over the same string, same process")
     print(
-        f"{'case':20} {'rule':12} {'MB':>5} {'filter MB/s':>11} {'baseline MB/s':>13} "
+        f"{'case':22} {'rule':12} {'MB':>5} {'filter MB/s':>11} {'baseline MB/s':>13} "
         f"{'lines in':>9} {'out':>6} {'RSS data':>9} {'peak RSS':>9} {'peak/data':>9}"
     )
     for name in CASES:
@@ -169,10 +221,11 @@ def main() -> None:
         )
         r = json.loads(proc.stdout)
         print(
-            f"{name:20} {r['rule']:12} {r['mb']:5.0f} {r['mbps']:11.1f} {r['baseline_mbps']:13.1f} "
+            f"{name:22} {r['rule']:12} {r['mb']:5.0f} {r['mbps']:11.1f} {r['baseline_mbps']:13.1f} "
             f"{r['lines_in']:9} {r['lines_out']:6} {r['rss_data']:8.0f}M {r['rss_peak']:8.0f}M "
             f"{r['rss_peak'] / max(r['rss_data'], 1):9.2f}"
         )
+    dedup_keys_table()
     savings_table()
 
 

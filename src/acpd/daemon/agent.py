@@ -181,9 +181,13 @@ class AcpAgent:
             agent.max_tool_iterations, agent.context_budget_tokens, agent.max_tokens,
             agent.system_prompt,
         )
-        # filters.toml is looked up beside the config file (which need not exist).
-        config_dir = config_path(self.options.config_path).parent
-        toolkit = build_toolkit(config.tools, data_dir, config_dir=config_dir)
+        # filters.toml is looked up beside the config file (which need not exist); both are
+        # watched, and the output filters rebuilt when either changes.
+        config_file = config_path(self.options.config_path)
+        toolkit = build_toolkit(
+            config.tools, data_dir, config_dir=config_file.parent, config_file=config_file,
+            reload_tools=lambda: load_config(self.options.config_path, overrides).tools,
+        )
         expired = store.expire_overflow(config.tools.overflow.retention_days)
         if expired:
             log.info("expired %d stored tool outputs", expired)

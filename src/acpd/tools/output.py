@@ -56,20 +56,28 @@ class Prepared:
 
 
 class OutputStage:
-    """Built once at start (and on reload), published with one assignment; its only mutable
-    state is whether its load warnings were shown."""
+    """Built at start and on each reload (tools/outputreload.py), published with one
+    assignment (`pipeline.output = stage`); a call reads `pipeline.output` once, so an output
+    in flight is filtered by one stage whole. Its only mutable state is whether its warnings
+    were shown."""
 
     def __init__(
-        self, filters: FilterSet | None = None, overflow: OverflowSettings | None = None
+        self, filters: FilterSet | None = None, overflow: OverflowSettings | None = None,
+        *, warnings: tuple[str, ...] | None = None,
     ) -> None:
         self.filters = filters
         self.overflow = overflow or OverflowSettings()
         self._scanner: SecretScanner | None = filters.scanner if filters is not None else None
         self._secure = filters is None or filters.scanner is not None
+        self._warnings = warnings
         self._warned = False
 
     @property
     def warnings(self) -> tuple[str, ...]:
+        """What to tell the user once: the filter set's load warnings, unless given (a reload
+        that kept the current set says why instead)."""
+        if self._warnings is not None:
+            return self._warnings
         return self.filters.warnings if self.filters is not None else ()
 
     def take_warnings(self) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,6 +14,7 @@ from acpd.tools.audit import AuditLog
 from acpd.tools.builtin import core_registry
 from acpd.tools.filters import FilterSettings, load_filter_set
 from acpd.tools.output import OutputStage
+from acpd.tools.outputreload import OutputReloader, SettingsLoader
 from acpd.tools.overflow import OverflowSettings
 from acpd.tools.permissions import ToolPolicy
 from acpd.tools.pipeline import ToolPipeline
@@ -35,12 +37,19 @@ class Toolkit:
     pipeline: ToolPipeline
     settings: SessionToolSettings
     approvals: ApprovalBook
+    reloader: OutputReloader | None = None
+    """Rebuilds `pipeline.output` when config.toml or filters.toml changes; its watcher runs
+    with the shell policy's (started by `pipeline.shell.attach`)."""
 
 
 def build_toolkit(
-    tools: ToolsConfig, data_dir: Path | None, *, config_dir: Path | None = None
+    tools: ToolsConfig, data_dir: Path | None, *, config_dir: Path | None = None,
+    config_file: Path | None = None, reload_tools: Callable[[], ToolsConfig] | None = None,
 ) -> Toolkit:
     """Registry, policy, audit log, retry policy, output stage and per-session settings.
+    `config_file` (the daemon's config.toml, which need not exist) is watched, with the
+    filters.toml in `config_dir`, for the output filters' hot reload; `reload_tools` reads
+    its `[tools]` again (raising ConfigError when it cannot be used).
 
     Raises RegistrationError for a bad executor order or tool, OSError when the audit log
     cannot be opened (a daemon that cannot audit must not run tools).
@@ -66,20 +75,42 @@ def build_toolkit(
         tuple(sh.trusted_workspaces), tuple(sh.plugin_paths()),
     ))
     output = build_output_stage(tools, config_dir)
-    return Toolkit(
-        ToolPipeline(registry, policy, audit, retry, shell, output=output), settings, book
+    pipeline = ToolPipeline(registry, policy, audit, retry, shell, output=output)
+    reloader = None
+    if config_dir is not None or config_file is not None:
+        reloader = OutputReloader(
+            pipeline, filter_settings(tools), config_dir=config_dir, config_file=config_file,
+            load_settings=_settings_loader(reload_tools) if reload_tools is not None else None,
+        )
+        shell.add_watcher(reloader.watch)
+    return Toolkit(pipeline, settings, book, reloader)
+
+
+def filter_settings(tools: ToolsConfig) -> FilterSettings:
+    f = tools.filters
+    return FilterSettings(
+        enabled=f.enabled, filters_path=f.filters_path, disabled=frozenset(f.disabled),
+        security_enabled=f.security.enabled, extra_patterns=tuple(f.security.extra_patterns),
     )
+
+
+def overflow_settings(tools: ToolsConfig) -> OverflowSettings:
+    o = tools.overflow
+    return OverflowSettings(o.threshold, o.max_overflow_bytes, o.retention_days)
 
 
 def build_output_stage(tools: ToolsConfig, config_dir: Path | None) -> OutputStage:
     """`[tools.filters]` and `[tools.overflow]`; a user filters.toml is `filters_path`, else
     filters.toml beside the config file. Never raises: problems are in `.warnings`."""
-    f, o = tools.filters, tools.overflow
-    settings = FilterSettings(
-        enabled=f.enabled, filters_path=f.filters_path, disabled=frozenset(f.disabled),
-        security_enabled=f.security.enabled, extra_patterns=tuple(f.security.extra_patterns),
+    filters = load_filter_set(
+        filter_settings(tools), config_dir=str(config_dir) if config_dir else None
     )
-    filters = load_filter_set(settings, config_dir=str(config_dir) if config_dir else None)
-    return OutputStage(
-        filters, OverflowSettings(o.threshold, o.max_overflow_bytes, o.retention_days)
-    )
+    return OutputStage(filters, overflow_settings(tools))
+
+
+def _settings_loader(reload_tools: Callable[[], ToolsConfig]) -> SettingsLoader:
+    def load() -> tuple[FilterSettings, OverflowSettings]:
+        tools = reload_tools()
+        return filter_settings(tools), overflow_settings(tools)
+
+    return load

@@ -36,6 +36,8 @@ WORKSPACE_PLUGINS = (".acpd", "plugins")
 TrustLevel = Literal["untrusted", "provisional", "trusted"]
 StartSoon = Callable[[Callable[[], Awaitable[None]]], None]
 Notify = Callable[[str, Any], Awaitable[None]]
+Watcher = Callable[[anyio.Event], Awaitable[None]]
+"""A background reload loop that runs until the event is set."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,8 @@ class ShellPolicies:
         self._start_soon: StartSoon | None = None
         self._notify: Notify | None = None
         self._closed = False
+        self._watchers: list[Watcher] = []
+        self._watchers_stop: anyio.Event | None = None
 
     # --- per workspace ----------------------------------------------------------------------
 
@@ -136,6 +140,30 @@ class ShellPolicies:
         self._start_soon, self._notify = start_soon, notify
         for entry in self._entries.values():
             self._watch(entry)
+        if self._watchers_stop is None and not self._closed:
+            self._watchers_stop = anyio.Event()
+            for watcher in self._watchers:
+                self._start_watcher(watcher)
+
+    def add_watcher(self, watcher: Watcher) -> None:
+        """Another hot-reload loop to run beside the policy watchers (the output filters'):
+        `attach`, which the daemon calls once its runtime is loaded, starts it as a
+        background task of the connection, and `close` stops it with the others."""
+        self._watchers.append(watcher)
+        if self._watchers_stop is not None and not self._closed:
+            self._start_watcher(watcher)
+
+    def _start_watcher(self, watcher: Watcher) -> None:
+        stop = self._watchers_stop
+        assert self._start_soon is not None and stop is not None
+
+        async def run() -> None:
+            try:
+                await watcher(stop)
+            except Exception:  # the daemon goes on with what it has
+                log.exception("a reload watcher stopped")
+
+        self._start_soon(run)
 
     def _watch(self, entry: _Entry) -> None:
         if entry.watching or self._start_soon is None or self._closed:
@@ -185,6 +213,8 @@ class ShellPolicies:
         for entry in self._entries.values():
             if entry.stop is not None:
                 entry.stop.set()
+        if self._watchers_stop is not None:
+            self._watchers_stop.set()
 
     def handles(self) -> Sequence[PolicyHandle]:
         return [entry.handle for entry in self._entries.values()]

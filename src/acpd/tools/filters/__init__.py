@@ -5,13 +5,20 @@
     result.text, result.confidence, result.stats_line, result.raw_redacted
 
 `apply` uses the embedded rules; the daemon builds its own set with `load_filter_set(settings)`
-on start and on config reload, and swaps it in with one assignment.
+on start and again whenever config.toml or filters.toml changes (tools/outputreload.py), and
+swaps it in with one assignment.
 """
 
 from __future__ import annotations
 
 from acpd.tools.filters.config import MAX_FILE_BYTES, Rule
-from acpd.tools.filters.engine import FilterSet, FilterSettings, build_filter_set, load_filter_set
+from acpd.tools.filters.engine import (
+    FilterSet,
+    FilterSettings,
+    build_filter_set,
+    filters_file,
+    load_filter_set,
+)
 from acpd.tools.filters.matching import last_segment
 from acpd.tools.filters.metrics import FilterMetrics, RuleStats
 from acpd.tools.filters.safety import MAX_PATTERN_CHARS, UnsafePatternError, compile_pattern
@@ -49,6 +56,7 @@ __all__ = [
     "build_filter_set",
     "compile_pattern",
     "default_filter_set",
+    "filters_file",
     "last_segment",
     "load_filter_set",
     "sanitize_output",

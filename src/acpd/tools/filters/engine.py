@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from acpd.tools.filters.config import (
     Parsed,
@@ -67,6 +67,10 @@ class FilterSet:
     warnings: tuple[str, ...] = ()
     """Problems met while loading (skipped rules, oversize file): show them to the user."""
     metrics: FilterMetrics = field(default_factory=FilterMetrics)
+    file_rejected: bool = False
+    """The user's filters.toml was there but could not be used at all (too large, unreadable,
+    not TOML, not one usable rule in it): these are the built-in rules. A reload keeps the set
+    in force instead."""
     needles: SubstringSet = field(init=False, repr=False, compare=False)
     """The preserved-line triggers and the scanner's, searched for together."""
 
@@ -194,10 +198,11 @@ def build_filter_set(
     builtin = parse_rules(builtin_text(), "built-in filters.toml")
     warnings.extend(builtin.warnings)
     user = parse_rules(user_text, user_source) if user_text is not None else None
+    rejected = False
     if user is not None:
         warnings.extend(user.warnings)
         if not user.rules and not user.toggles and user.warnings:
-            user = None  # an unusable file: defaults kept
+            user, rejected = None, True  # an unusable file: defaults kept
     rules, merge_warnings = merge(builtin.rules, user or Parsed(), settings.disabled)
     warnings.extend(merge_warnings)
     scanner = None
@@ -208,8 +213,16 @@ def build_filter_set(
     for w in warnings:
         log.warning("%s", w)
     return FilterSet(
-        tuple(rules), scanner, settings.enabled, tuple(warnings), metrics or FilterMetrics()
+        tuple(rules), scanner, settings.enabled, tuple(warnings), metrics or FilterMetrics(),
+        rejected,
     )
+
+
+def filters_file(settings: FilterSettings, config_dir: str | None) -> str | None:
+    """The user's filters.toml: `filters_path`, else filters.toml in the config directory."""
+    if settings.filters_path:
+        return settings.filters_path
+    return os.path.join(config_dir, "filters.toml") if config_dir else None
 
 
 def load_filter_set(
@@ -220,14 +233,15 @@ def load_filter_set(
 ) -> FilterSet:
     """Read `settings.filters_path` (or `<config_dir>/filters.toml`) and build the set."""
     settings = settings or FilterSettings()
-    path = settings.filters_path or (
-        os.path.join(config_dir, "filters.toml") if config_dir else None
-    )
+    path = filters_file(settings, config_dir)
     text, warnings = read_filters_file(path) if path else (None, [])
-    return build_filter_set(
+    filters = build_filter_set(
         text,
         user_source=path or "filters.toml",
         settings=settings,
         metrics=metrics,
         extra_warnings=warnings,
     )
+    if text is None and warnings:  # there, but too large or unreadable
+        filters = replace(filters, file_rejected=True)
+    return filters
