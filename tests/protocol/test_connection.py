@@ -540,3 +540,30 @@ def test_a_cancel_that_arrives_after_the_handler_finished_changes_nothing() -> N
 
     pipe = run(handler, script)
     assert [m.get("result") for m in pipe.messages()] == ["finished", "finished"]
+
+
+def test_after_a_write_the_loop_polls_for_the_linger_time_then_sleeps() -> None:
+    seen: dict[str, Any] = {}
+
+    async def handler(method: str, params: Any) -> Any:
+        return "ok"
+
+    def setup(conn: Connection) -> None:
+        conn.linger = 0.05
+        seen["conn"] = conn
+
+    async def script(pipe: Pipe, conn: Connection) -> None:
+        pipe.feed(req(1, "x"))
+        await pipe.wait_for(answer_to(1))
+        seen["lingering right after the answer"] = conn._lingering
+        await anyio.sleep(0.2)
+        seen["lingering later"] = conn._lingering
+        conn.linger = 0
+        pipe.feed(req(2, "x"))
+        await pipe.wait_for(answer_to(2))
+        seen["lingering with linger 0"] = conn._lingering
+
+    run(handler, script, setup=setup)
+    assert seen["lingering right after the answer"] is True
+    assert seen["lingering later"] is False
+    assert seen["lingering with linger 0"] is False

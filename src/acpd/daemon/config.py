@@ -259,6 +259,8 @@ class ToolsConfig(Section):
 class ProtocolConfig(Section):
     max_line_bytes: int = Field(DEFAULT_MAX_LINE_BYTES, ge=1024)
     request_timeout: float = Field(30.0, gt=0)
+    linger_us: int = Field(100, ge=0, le=10_000)
+    """After writing to the editor, keep polling this long before sleeping (0: never)."""
 
 
 class Config(Section):

@@ -59,7 +59,7 @@ class FdReader:
         if self._pollable:
             os.set_blocking(fd, False)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._arrived = asyncio.Event()
+        self._waiter: asyncio.Future[None] | None = None
         self._chunk: bytes | None = None
         self._error: OSError | None = None
         self._registered = False
@@ -71,12 +71,17 @@ class FdReader:
                 os.read, self.fd, READ_CHUNK, abandon_on_cancel=True
             )
         while self._chunk is None and self._error is None:
-            if not self._registered:
+            if self._loop is None:
                 self._loop = asyncio.get_running_loop()
+            if not self._registered:
                 self._loop.add_reader(self.fd, self._on_readable)
                 self._registered = True
-            self._arrived.clear()
-            await self._arrived.wait()
+            # A bare future: asyncio.Event looks up the running loop on every wait.
+            self._waiter = self._loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
         if self._error is not None:
             raise self._error
         data, self._chunk = self._chunk, None
@@ -97,7 +102,8 @@ class FdReader:
         self._chunk = data
         if not data:
             self._unregister()  # end of input (or an error): nothing more will come
-        self._arrived.set()
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
     def _unregister(self) -> None:
         if self._registered and self._loop is not None:

@@ -1,0 +1,298 @@
+"""The session methods of the ACP face: new, load, resume, list, close, delete, modes and
+config options, prompts.
+
+Loaded with the runtime (config, store, tools), right after `initialize` is answered, so this
+module imports what it needs at the top: a handler pays no import on its way.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from acpd.daemon import direct, updates
+from acpd.daemon.editor import EditorFileSystem, EditorTerminalRunner
+from acpd.daemon.errors import SessionBusy, SessionNotFound
+from acpd.daemon.local import LocalCommandRunner
+from acpd.daemon.prompting import run_prompt
+from acpd.daemon.rpc import Connection, Reply
+from acpd.daemon.session import Session
+from acpd.daemon.store import BadCursor, SessionRow
+from acpd.protocol import acp
+from acpd.protocol.errors import invalid_params
+from acpd.providers.base import Message
+from acpd.tools.overflow import SessionOverflow
+from acpd.tools.pipeline import CallEnv
+
+if TYPE_CHECKING:
+    from acpd.daemon.agent import Runtime
+    from acpd.daemon.handshake import ClientCaps
+    from acpd.tools.capabilities import CommandRunner
+
+MODE_NAMES = {
+    "read-only": ("Read-only", "Only tools that read; anything that changes state is denied."),
+    "ask": ("Ask", "Tools that change state or run commands ask for approval first."),
+    "auto": ("Auto", "Tools run without asking (the shell policy still applies)."),
+}
+DIRECT = "none"
+
+
+class SessionMethods:
+    """One per connection, built once the runtime is loaded. `client` returns the
+    capabilities negotiated by the latest `initialize`."""
+
+    def __init__(self, conn: Connection, rt: Runtime, client: Callable[[], ClientCaps]) -> None:
+        self.conn = conn
+        self.rt = rt
+        self.client = client
+        self.sessions: dict[str, Session] = {}
+        self.table: dict[str, Callable[[Any], Awaitable[Any]]] = {
+            "session/new": self.new_session,
+            "session/load": self.load_session,
+            "session/resume": self.resume_session,
+            "session/list": self.list_sessions,
+            "session/close": self.close_session,
+            "session/delete": self.delete_session,
+            "session/prompt": self.prompt,
+            "session/set_mode": self.set_mode,
+            "session/set_config_option": self.set_config_option,
+        }
+
+    def cancel(self, params: Any) -> None:
+        session = self.sessions.get(acp.SessionRequest.model_validate(params).session_id)
+        if session is not None:
+            session.cancel()
+
+    async def close_all(self) -> None:
+        """Stop every turn (which kills children and releases terminals) and wait for it."""
+        for session in list(self.sessions.values()):
+            session.close()
+        for session in list(self.sessions.values()):
+            await session.idle.wait()
+
+    # --- sessions ----------------------------------------------------------------------------
+
+    async def new_session(self, params: Any) -> Reply:
+        req = acp.NewSessionRequest.model_validate(params)
+        rt = self.rt
+        _check_cwd(req.cwd)
+        session_id = f"sess_{uuid.uuid4().hex}"
+        model = rt.config.agent.model
+        rt.store.create(session_id, req.cwd, rt.config.agent.default_mode, model)
+        session = self._open(session_id, req.cwd, rt.config.agent.default_mode, model)
+        return Reply({"sessionId": session_id, **self._state(session)}, self._announce(session))
+
+    async def load_session(self, params: Any) -> Reply:
+        req = acp.LoadSessionRequest.model_validate(params)
+        session = self._reopen(req.session_id, req.cwd)
+        for update in self.rt.store.updates(session.id):
+            await session.send(update)
+        return Reply(self._state(session), self._announce(session))
+
+    async def resume_session(self, params: Any) -> Reply:
+        req = acp.ResumeSessionRequest.model_validate(params)
+        session = self._reopen(req.session_id, req.cwd)
+        return Reply(self._state(session), self._announce(session))
+
+    def _reopen(self, session_id: str, cwd: str) -> Session:
+        store = self.rt.store
+        row = store.get(session_id)
+        if row is None:
+            raise SessionNotFound(session_id)
+        _check_cwd(cwd)
+        live = self.sessions.get(session_id)
+        if live is not None:
+            if not live.idle.is_set():
+                raise SessionBusy("that session is running a prompt; cancel it first")
+            live.close()
+        if cwd != row.cwd:
+            store.update_meta(session_id, cwd=cwd)
+        session = self._open(session_id, cwd, row.mode, row.model)
+        session.title = row.title
+        session.history = [Message.from_dict(m) for m in store.messages(session_id)]
+        return session
+
+    async def list_sessions(self, params: Any) -> dict[str, Any]:
+        req = acp.ListSessionsRequest.model_validate(params or {})
+        try:
+            rows, cursor = self.rt.store.list(req.cwd, req.cursor)
+        except BadCursor:
+            raise invalid_params("cursor is not one this agent issued") from None
+        result: dict[str, Any] = {"sessions": [_info(row) for row in rows]}
+        if cursor is not None:
+            result["nextCursor"] = cursor
+        return result
+
+    async def close_session(self, params: Any) -> dict[str, Any]:
+        session = self._live(acp.SessionRequest.model_validate(params).session_id)
+        session.close()
+        await session.idle.wait()
+        self.sessions.pop(session.id, None)
+        return {}
+
+    async def delete_session(self, params: Any) -> dict[str, Any]:
+        session_id = acp.SessionRequest.model_validate(params).session_id
+        live = self.sessions.pop(session_id, None)
+        if live is not None:
+            live.close()
+            await live.idle.wait()
+        if not self.rt.store.delete(session_id) and live is None:
+            raise SessionNotFound(session_id)
+        return {}
+
+    def _live(self, session_id: str) -> Session:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise SessionNotFound(session_id)
+        return session
+
+    def _open(self, session_id: str, cwd: str, mode: str, model: str | None) -> Session:
+        rt = self.rt
+        session = Session(session_id, cwd, mode, model, self.conn, rt.store)
+        session.approvals = rt.toolkit.approvals.for_workspace(cwd)
+        session.tools = rt.toolkit.settings.new_state()
+        self.sessions[session_id] = session
+        return session
+
+    def _announce(self, session: Session) -> Callable[[], Awaitable[None]]:
+        """The updates that must follow (never precede) a session's response."""
+
+        async def announce() -> None:
+            await session.send(updates.available_commands(direct.commands(self.rt.pipeline)))
+
+        return announce
+
+    # --- modes and config options -------------------------------------------------------------
+
+    async def set_mode(self, params: Any) -> dict[str, Any]:
+        req = acp.SetSessionModeRequest.model_validate(params)
+        session = self._live(req.session_id)
+        self._switch_mode(session, req.mode_id)
+        await session.send(updates.current_mode(session.mode))
+        return {}
+
+    async def set_config_option(self, params: Any) -> dict[str, Any]:
+        req = acp.SetSessionConfigOptionRequest.model_validate(params)
+        session = self._live(req.session_id)
+        if not isinstance(req.value, str):
+            raise invalid_params(f"{req.config_id} takes one of its listed values")
+        if req.config_id == "mode":
+            self._switch_mode(session, req.value)
+            await session.send(updates.current_mode(session.mode))
+        elif req.config_id == "model":
+            choices = self._model_choices(session)
+            if req.value not in choices:
+                raise invalid_params(f"unknown model {req.value!r}; choose one of {choices}")
+            session.model = None if req.value == DIRECT else req.value
+            session.provider = None
+            self.rt.store.update_meta(session.id, model=session.model)
+        else:
+            raise invalid_params(f"unknown config option {req.config_id!r}")
+        return {"configOptions": [o.to_wire() for o in self._config_options(session)]}
+
+    def _switch_mode(self, session: Session, mode: str) -> None:
+        if mode not in MODE_NAMES:
+            raise invalid_params(f"unknown mode {mode!r}; modes are {', '.join(MODE_NAMES)}")
+        session.mode = mode
+        self.rt.store.update_meta(session.id, mode=mode)
+
+    def _state(self, session: Session) -> dict[str, Any]:
+        modes = [
+            {"id": mode, "name": name, "description": description}
+            for mode, (name, description) in MODE_NAMES.items()
+        ]
+        return {
+            "modes": {"currentModeId": session.mode, "availableModes": modes},
+            "configOptions": [o.to_wire() for o in self._config_options(session)],
+        }
+
+    def _model_choices(self, session: Session) -> list[str]:
+        agent = self.rt.config.agent
+        choices = [DIRECT]
+        for model in (agent.model, *agent.models, session.model):
+            if model and model not in choices:
+                choices.append(model)
+        return choices
+
+    def _config_options(self, session: Session) -> list[acp.SessionConfigOption]:
+        mode = acp.SessionConfigOption(
+            id="mode", name="Mode", category="mode", current_value=session.mode,
+            options=[
+                acp.SessionConfigSelectOption(value=m, name=name, description=d)
+                for m, (name, d) in MODE_NAMES.items()
+            ],
+        )
+        model = acp.SessionConfigOption(
+            id="model", name="Model", category="model",
+            current_value=session.model or DIRECT,
+            options=[
+                acp.SessionConfigSelectOption(
+                    value=m, name="Direct mode (no model)" if m == DIRECT else m
+                )
+                for m in self._model_choices(session)
+            ],
+        )
+        return [mode, model]
+
+    # --- prompts ------------------------------------------------------------------------------
+
+    async def prompt(self, params: Any) -> dict[str, Any]:
+        req = acp.PromptRequest.model_validate(params)
+        session = self._live(req.session_id)
+        rt = self.rt
+        shell = rt.pipeline.shell
+        notice = shell.take_notice(session.id) if shell and session.idle.is_set() else None
+        if notice is not None:
+            # Outside a turn an agent message would break the turn's order: it waits for
+            # the next prompt of a session whose policy kept its last good version.
+            await session.say(notice + "\n\n")
+        problems = rt.pipeline.output.take_warnings() if session.idle.is_set() else None
+        if problems:
+            # Once per daemon, where the user looks: a broken filters.toml must not go unseen.
+            await session.say(problems + "\n\n")
+        stop = await run_prompt(session, req.prompt, rt, self._env(session))
+        return {"stopReason": stop}
+
+    def _env(self, session: Session) -> CallEnv:
+        rt, client = self.rt, self.client()
+        shell = rt.config.tools.shell
+        runner: CommandRunner = (
+            EditorTerminalRunner(self.conn, session.id)
+            if client.terminal
+            else LocalCommandRunner(env_blocklist=shell.env_blocklist)
+        )
+        if shell.transactional:
+            from acpd.tools.transaction import TransactionalRunner, TransactionSettings
+
+            runner = TransactionalRunner(runner, TransactionSettings(
+                frozenset(shell.auto_rollback_exit_codes), shell.snapshot_required,
+                shell.max_snapshot_bytes,
+            ))
+        fs = EditorFileSystem(
+            self.conn, session.id,
+            can_read=client.read_text_file, can_write=client.write_text_file,
+        )
+        return CallEnv(
+            session.cwd, session.roots, session.mode, fs, runner, session, session.approvals,
+            session.tools, session.id, shell.timeout, shell.output_byte_limit,
+            overflow=SessionOverflow(rt.store, session.id),
+        )
+
+
+def _check_cwd(cwd: str) -> None:
+    if not os.path.isdir(cwd):
+        raise invalid_params(f"cwd is not a directory: {cwd[:300]}")
+
+
+def _info(row: SessionRow) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "sessionId": row.id,
+        "cwd": row.cwd,
+        "updatedAt": datetime.fromtimestamp(row.updated_at, UTC).isoformat(),
+    }
+    if row.title:
+        info["title"] = row.title
+    return info
