@@ -199,3 +199,14 @@ def _kind(title: str) -> str:
         "execute"
     )
     return f"{kind:<8}"
+
+
+def test_doctor_warns_of_a_torn_audit_log_tail_and_reports_the_loop(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "audit.jsonl").write_bytes(b'{"tool": "bash"}\n{"tool": "re')
+    done = run_acpd("doctor", "--config", str(tmp_path / "none.toml"), "--data-dir", str(data))
+    out = done.stdout
+    assert "warn" in out and "the last line is torn (12 bytes without a newline" in out
+    assert "event loop" in out and "uvloop" in out
+    assert "audit log" not in "".join(line for line in out.splitlines() if "FAIL" in line)

@@ -37,6 +37,12 @@ def test_list_and_describe(tmp_path: Path) -> None:
     assert info["input_schema"]["required"] == ["command"]
     auto = json.loads(acpd(tmp_path, "tools", "describe", "bash", "--mode", "auto").stdout)
     assert auto["verdict"]["decision"] == "allow"
+    shell = auto["shell_policy"]
+    assert shell["trust"] in ("untrusted", "provisional", "trusted")
+    assert len(shell["policy_hash"]) == 16 and shell["errors"] == []
+    assert "acpd policy check" in shell["each_command"]
+    read = json.loads(acpd(tmp_path, "tools", "describe", "read").stdout)
+    assert "shell_policy" not in read
     assert acpd(tmp_path, "tools", "describe", "nope").returncode == 2
 
 

@@ -69,6 +69,7 @@ def run_doctor(config: str | None, data_dir: str | None, model: str | None) -> i
     report.section("configuration")
     loaded = check_config(report, config, model)
     check_data_dir(report, data_dir)
+    check_audit_log(report, data_dir)
     report.section("model")
     check_model(report, loaded, model)
     report.section("runtime")
@@ -134,6 +135,24 @@ def check_data_dir(report: Report, explicit: str | None) -> None:
     report.ok("data dir", f"{directory} holds {count} session(s)")
 
 
+def check_audit_log(report: Report, explicit: str | None) -> None:
+    from acpd.daemon.config import default_data_dir
+    from acpd.tools.audit import inspect
+    from acpd.tools.setup import AUDIT_FILE
+
+    directory = Path(explicit) if explicit else default_data_dir()
+    try:
+        health = inspect(directory / AUDIT_FILE)
+    except OSError as exc:
+        report.fail("audit log", f"{directory / AUDIT_FILE} cannot be read: {exc}")
+        return
+    if health.torn:
+        # Not a failure: acpd keeps the fragment and starts the next record on a new line.
+        report.warn("audit log", health.describe())
+    elif health.exists:
+        report.ok("audit log", health.describe())
+
+
 def check_model(report: Report, loaded: Config | None, explicit: str | None) -> None:
     from acpd.providers.factory import DEFAULT_KEY_ENV, ProviderSpecError, make_provider, parse_spec
 
@@ -189,6 +208,10 @@ def check_versions(report: Report) -> None:
         except metadata.PackageNotFoundError:
             report.fail("library", f"{name} is not installed (acpd depends on it)")
     report.info("libraries", ", ".join(versions))
+    from acpd.daemon.cli import loop_options
+
+    loop = "uvloop" if loop_options().get("use_uvloop") else "asyncio (standard library)"
+    report.info("event loop", loop)
 
 
 async def self_check(report: Report, config: str | None, model: str | None) -> None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from acpd.daemon.config import Config
     from acpd.tools.permissions import PermissionAnswer
     from acpd.tools.setup import Toolkit
+    from acpd.tools.shellpolicy import ShellPolicies
     from acpd.tools.spec import ToolCallView
 
 ANSWERS: dict[str, PermissionAnswer] = {
@@ -85,8 +86,25 @@ def tools_describe(
         "policy_hash": pipeline.policy.policy_hash(mode),
         "input_schema": spec.input_schema(),
     }
+    if spec.kind == "execute" and pipeline.shell is not None:
+        description["shell_policy"] = shell_policy_summary(pipeline.shell, workspace)
     print(json.dumps(description, indent=2))
     return 0
+
+
+def shell_policy_summary(shell: ShellPolicies, workspace: str) -> dict[str, Any]:
+    """What judges each command on top of the verdict above (which has no command to judge)."""
+    from acpd.policy.reload import PolicyHandle
+
+    handle = PolicyHandle(shell.settings.policy_file, shell.plugin_dirs_for(workspace))
+    report = handle.last_report
+    return {
+        "trust": shell.trust_for(workspace),
+        "policy_hash": report.policy_hash,
+        "sources": list(report.sources),
+        "errors": list(report.errors),
+        "each_command": "judged by the shell policy: `acpd policy check -- COMMAND` shows how",
+    }
 
 
 class TerminalObserver:
