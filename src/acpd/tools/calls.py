@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from acpd.tools.audit import now_iso
 from acpd.tools.errors import ErrorCategory, ToolError
-from acpd.tools.redaction import redact_args, redaction_for, scrub, summarize_result
+from acpd.tools.redaction import redact_args, scrub, summarize_result
 from acpd.tools.spec import ToolInvocationRecord, ToolOutput, ToolSpec
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def record_of(
 ) -> ToolInvocationRecord:
     """The redacted record; a tool without a redaction config (which the registry never
     lets in) has its arguments reduced to their names."""
-    if spec is not None and redaction_for(spec) is not None:
+    if spec is not None and spec.redaction is not None:
         args = redact_args(spec, call.args)
         result = summarize_result(spec, output) if output is not None else None
     else:

@@ -3,10 +3,7 @@
 An argument not on its tool's allowlist is logged as its size only (a file's content, an
 edit's strings); a result field not on the list is left out. What is kept goes through
 `scan_secrets`, so a token pasted into a command is still masked. A tool with no allowlist
-cannot be registered (the registry asks `redaction_for`).
-
-The core file tools are defined in tools/fs/, which does not set `ToolSpec.redaction` yet;
-their allowlists live here, keyed by id, until it does.
+cannot be registered (the registry checks `ToolSpec.redaction`).
 """
 
 from __future__ import annotations
@@ -17,31 +14,14 @@ from typing import Any
 # imports filters.engine, which imports secrets; entered from secrets, that cycle fails.
 import acpd.tools.filters  # noqa: F401
 from acpd.tools.secrets import scan_secrets
-from acpd.tools.spec import Redaction, ToolOutput, ToolSpec, redaction
+from acpd.tools.spec import Redaction, ToolOutput, ToolSpec
 
-_PATH_RESULT = ("path", "truncated", "entries", "bytes", "source", "target", "matches", "files")
-CORE_REDACTIONS: dict[str, Redaction] = {
-    "core__read": redaction(("path", "offset", "limit"), _PATH_RESULT),
-    "core__list_directory": redaction(("path",), _PATH_RESULT),
-    "core__find_path": redaction(("path", "pattern"), _PATH_RESULT),
-    "core__grep": redaction(("path", "pattern", "case_sensitive"), _PATH_RESULT),
-    "core__write": redaction(("path",), _PATH_RESULT),
-    "core__edit": redaction(("path",), _PATH_RESULT),
-    "core__create_directory": redaction(("path",), _PATH_RESULT),
-    "core__delete_path": redaction(("path",), _PATH_RESULT),
-    "core__move_path": redaction(("source", "destination"), _PATH_RESULT),
-    "core__copy_path": redaction(("source", "destination"), _PATH_RESULT),
-}
 MAX_STRING = 2000
 """Longest kept string in a log line; longer ones are cut with their full length noted."""
 
 
-def redaction_for(spec: ToolSpec) -> Redaction | None:
-    return spec.redaction if spec.redaction is not None else CORE_REDACTIONS.get(spec.id)
-
-
 def _allowlist(spec: ToolSpec) -> Redaction:
-    found = redaction_for(spec)
+    found = spec.redaction
     if found is None:  # the registry refuses such a tool; a direct caller gets an error
         raise LookupError(f"tool {spec.id!r} has no redaction config")
     return found

@@ -15,7 +15,6 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from acpd.tools.redaction import redaction_for
 from acpd.tools.schema import SchemaError
 from acpd.tools.spec import ToolSpec
 
@@ -98,7 +97,7 @@ class ToolRegistry:
             )
         if not NAME_PATTERN.match(spec.name):
             raise RegistrationError(f"tool name {spec.name!r} is not a valid function name")
-        if redaction_for(spec) is None:
+        if spec.redaction is None:
             raise RegistrationError(
                 f"tool {spec.id!r} has no redaction config: say which argument and result "
                 "fields may be logged (an empty allowlist logs sizes only)"

@@ -20,9 +20,19 @@ from acpd.tools.fs.params import (
     SourceDestinationParams,
     WriteParams,
 )
-from acpd.tools.spec import Effect, Executor, ToolContext, ToolOutput, ToolSpec, kind_for
+from acpd.tools.spec import (
+    Effect,
+    Executor,
+    ToolContext,
+    ToolOutput,
+    ToolSpec,
+    kind_for,
+    redaction,
+)
 
 P = TypeVar("P", bound=BaseModel)
+LOGGED_RESULT = ("path", "truncated", "entries", "bytes", "source", "target", "matches", "files")
+"""The result fields the audit log keeps (never a file's content)."""
 Impl = Callable[[P, ToolContext, FileToolsConfig], Awaitable[ToolOutput]]
 
 
@@ -48,26 +58,30 @@ def make_fs_specs(cfg: FileToolsConfig | None = None) -> list[ToolSpec]:
 
     def spec(
         name: str, description: str, params: type[BaseModel], effect: Effect, impl: Impl[Any],
-        title: Callable[[Any], str], *fields: str,
+        title: Callable[[Any], str], *fields: str, logged: tuple[str, ...] = (),
     ) -> ToolSpec:
+        """`fields` are the paths (the call's locations); the audit log keeps them and the
+        `logged` arguments, and only the size of any other (content, edit strings)."""
         return ToolSpec(
             id=f"core__{name}", name=name, description=description, params=params,
             effect=effect, kind=kind_for(name), execute=_bind(impl, cfg), title=title,
-            locations=_at(*fields),
+            locations=_at(*fields), redaction=redaction((*fields, *logged), LOGGED_RESULT),
         )
 
     return [
         spec("read", "Read a text file. Use offset and limit (lines) for large files.",
-             ReadParams, ro, reading.read, lambda a: f"Read {a.path}", "path"),
+             ReadParams, ro, reading.read, lambda a: f"Read {a.path}", "path",
+             logged=("offset", "limit")),
         spec("list_directory", "List a directory; entries are marked [dir], [file] or "
              "[symlink].", ListDirectoryParams, ro, reading.list_directory,
              lambda a: f"List {a.path}", "path"),
         spec("find_path", "Find paths under a directory matching a glob pattern.",
              FindPathParams, ro, searching.find_path,
-             lambda a: f"Find {a.pattern} in {a.path}", "path"),
+             lambda a: f"Find {a.pattern} in {a.path}", "path", logged=("pattern",)),
         spec("grep", "Search file contents with a regular expression; skips binary and "
              ".gitignored files.", GrepParams, ro, searching.grep,
-             lambda a: f"Grep {a.pattern!r} in {a.path}", "path"),
+             lambda a: f"Grep {a.pattern!r} in {a.path}", "path",
+             logged=("pattern", "case_sensitive")),
         spec("write", "Create or overwrite a file with the given content.",
              WriteParams, rw, writing.write, lambda a: f"Write {a.path}", "path"),
         spec("edit", "Replace one exact, unique occurrence of old_string with new_string.",
