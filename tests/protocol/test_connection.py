@@ -13,7 +13,8 @@ import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from acpd.daemon.errors import PeerError
-from acpd.daemon.rpc import OUTBOX_SIZE, Connection, Reply
+from acpd.daemon.outbox import OUTBOX_SIZE
+from acpd.daemon.rpc import Connection, Reply
 from acpd.protocol.errors import ErrorCode, invalid_params
 
 
@@ -549,19 +550,19 @@ def test_after_a_write_the_loop_polls_for_the_linger_time_then_sleeps() -> None:
         return "ok"
 
     def setup(conn: Connection) -> None:
-        conn.linger = 0.05
+        conn.outbox.linger = 0.05
         seen["conn"] = conn
 
     async def script(pipe: Pipe, conn: Connection) -> None:
         pipe.feed(req(1, "x"))
         await pipe.wait_for(answer_to(1))
-        seen["lingering right after the answer"] = conn._lingering
+        seen["lingering right after the answer"] = conn.outbox.lingering
         await anyio.sleep(0.2)
-        seen["lingering later"] = conn._lingering
-        conn.linger = 0
+        seen["lingering later"] = conn.outbox.lingering
+        conn.outbox.linger = 0
         pipe.feed(req(2, "x"))
         await pipe.wait_for(answer_to(2))
-        seen["lingering with linger 0"] = conn._lingering
+        seen["lingering with linger 0"] = conn.outbox.lingering
 
     run(handler, script, setup=setup)
     assert seen["lingering right after the answer"] is True

@@ -146,7 +146,7 @@ class AcpAgent:
                 self._runtime = await anyio.to_thread.run_sync(self._load_runtime)
                 protocol = self._runtime.config.protocol
                 self.conn.max_line_bytes = protocol.max_line_bytes
-                self.conn.linger = protocol.linger_us / 1e6
+                self.conn.outbox.linger = protocol.linger_us / 1e6
                 if self._runtime.pipeline.shell is not None:
                     # Hot reload: watchers run as the connection's background tasks.
                     self._runtime.pipeline.shell.attach(self.conn.start_soon, self.conn.notify)

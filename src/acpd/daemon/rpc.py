@@ -1,10 +1,7 @@
 """The JSON-RPC connection: request ids, per-request tasks, cancellation, one error boundary.
 
-Every outgoing message goes through one bounded outbox, so the order in which handlers send
-is the order on the wire: an update sent before a response is read before it. The outbox is
-written at the end of the loop step that filled it (an update and the response that follows
-it go out in one write, with no task switch); whatever the pipe does not take at once is left
-to a writer task that waits for the editor to read.
+Every outgoing message goes through one ordered, bounded outbox (daemon/outbox.py), so the
+order in which handlers send is the order on the wire.
 
 Every incoming request runs in its own asyncio task, which the connection tracks itself (an
 anyio task group and cancel scope cost ~20 µs per request, several times what a request like
@@ -23,10 +20,6 @@ Limits, so that no peer can make the daemon grow without bound or hang:
   to our own requests from being read: a deadlock when the running requests wait for them.
 - A line is capped by the decoder (`max_line_bytes`); an oversize line is answered -32600
   and skipped.
-- After a write the connection lingers: for `linger` seconds (default 100 µs) it keeps the
-  loop polling instead of letting it sleep, so an answer that comes straight back is read
-  without a wake-up (30-60 µs on a virtual machine, more than the request itself costs).
-  The price is at most that much CPU time per write, and none while idle.
 - At stdin EOF the daemon stops its work within `eof_grace` seconds and then gives the
   writer `flush_grace` seconds to deliver what is queued before it gives up on the editor.
 
@@ -40,8 +33,6 @@ import asyncio
 import itertools
 import logging
 import math
-import time
-from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +42,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from acpd.daemon.errors import PeerError, to_rpc_error
+from acpd.daemon.outbox import Outbox
 from acpd.daemon.stdio import ByteReceiver, ByteSender
 from acpd.protocol import jsonrpc
 from acpd.protocol.errors import ErrorCode, RpcError, internal_error, invalid_request
@@ -58,13 +50,10 @@ from acpd.protocol.framing import DEFAULT_MAX_LINE_BYTES, Frame, Line, LineDecod
 
 log = logging.getLogger("acpd.rpc")
 
-OUTBOX_SIZE = 4096
-WRITE_BATCH = 512  # messages joined into one write
 DISPATCH_BATCH = 32  # frames of a pipelined burst dispatched between two checkpoints
 MAX_IN_FLIGHT = 1024
 FLUSH_GRACE = 1.0
 SLOT_WAIT = 1.0
-LINGER = 100e-6
 
 
 @dataclass(slots=True)
@@ -99,18 +88,9 @@ class Connection:
         self._reader = reader
         self._initial = initial
         """Bytes already read before the loop started (see daemon/handshake.py)."""
-        self._writer = writer
         self._decoder = LineDecoder(max_line_bytes)
-        self._outbox: deque[bytes] = deque()
-        self._event_loop: asyncio.AbstractEventLoop | None = None
-        self._flush_handle: asyncio.Handle | None = None
-        """The outbox flush queued for the end of this loop step, if any."""
-        self._unwritten: bytes | None = None
-        """Bytes the pipe did not take at once; the writer task owns them until written."""
-        self._writer_wanted = anyio.Event()
-        self._room: anyio.Event | None = None
-        """Set when a full outbox has room again (exists only while a sender waits)."""
-        self._outbox_closed = False
+        # Nobody can answer what we asked once a write fails: fail it now, not at a timeout.
+        self.outbox = Outbox(writer, lambda: self._fail_pending("cannot write to the editor"))
         self._ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
         self._incoming: dict[jsonrpc.RequestId, asyncio.Task[None]] = {}
@@ -118,7 +98,6 @@ class Connection:
         self._cancel_asked: set[jsonrpc.RequestId] = set()
         self._request_tasks: set[asyncio.Task[None]] = set()
         self._active = 0  # running request tasks and their follow-ups
-        self._write_failed = False
         self._task_group: TaskGroup | None = None
         self.on_request: RequestHandler | None = None
         self.on_notification: NotificationHandler | None = None
@@ -127,10 +106,6 @@ class Connection:
         self.flush_grace = FLUSH_GRACE
         self.max_in_flight = MAX_IN_FLIGHT
         self.slot_wait = SLOT_WAIT
-        self.linger = LINGER
-        """Seconds to keep polling after a write (0: sleep at once)."""
-        self._linger_until = 0.0
-        self._lingering = False
         self._slot_freed = anyio.Event()
         self._background: list[Callable[[], Awaitable[None]]] = []
         self.initialized = False
@@ -138,6 +113,7 @@ class Connection:
         """Stdin reached EOF: the editor can send nothing more, answers included."""
         self.closed = anyio.Event()
         self._read_scope = anyio.CancelScope()
+        self._loop: asyncio.AbstractEventLoop  # set by serve(), where requests start
 
     @property
     def max_line_bytes(self) -> int:
@@ -152,87 +128,7 @@ class Connection:
     async def send(self, message: dict[str, Any]) -> None:
         """Queue one message; waits while the outbox is full. After the connection has
         shut down the message is dropped: there is nobody left to read it."""
-        await self._enqueue(encode(message))
-
-    async def _enqueue(self, data: bytes) -> None:
-        while len(self._outbox) >= OUTBOX_SIZE and not self._outbox_closed:
-            if self._room is None:
-                self._room = anyio.Event()
-            await self._room.wait()
-        if self._outbox_closed or self._write_failed:
-            # Nobody left to read it, or a dead pipe: senders must never wait on either.
-            log.debug("dropping a message: the connection to the editor is closed")
-            return
-        # No checkpoint: a handler that sends an update and then returns queues both before
-        # the flush runs, and they go out in one write.
-        self._outbox.append(data)
-        if self._flush_handle is None:
-            self._flush_handle = self._loop.call_soon(self._flush)
-
-    def _flush(self) -> None:
-        """Write the outbox without waiting; hand what the pipe does not take to the writer."""
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()  # when called directly, not as the queued callback
-            self._flush_handle = None
-        if self._unwritten is not None or not self._outbox:
-            return  # the writer task is busy and takes the outbox when it is done
-        data = self._take_batch()
-        try:
-            written = self._writer.send_nowait(data)
-        except OSError as exc:
-            self._write_error(exc)
-            return
-        self._linger()
-        if written < len(data):
-            self._unwritten = data[written:]
-            self._writer_wanted.set()
-        elif self._outbox:  # a batch limit was hit
-            self._flush_handle = self._loop.call_soon(self._flush)
-
-    @property
-    def _loop(self) -> asyncio.AbstractEventLoop:
-        # Looked up once: on Python 3.11 each get_running_loop() is a getpid() system call.
-        if self._event_loop is None:
-            self._event_loop = asyncio.get_running_loop()
-        return self._event_loop
-
-    def _linger(self) -> None:
-        """Keep the loop polling for `linger` seconds: while a callback is queued the loop
-        polls its descriptors without sleeping (with asyncio and uvloop alike)."""
-        if self.linger <= 0:
-            return
-        self._linger_until = time.perf_counter() + self.linger
-        if not self._lingering:
-            self._lingering = True
-            self._loop.call_soon(self._keep_polling)
-
-    def _keep_polling(self) -> None:
-        if time.perf_counter() < self._linger_until and not self._outbox_closed:
-            self._loop.call_soon(self._keep_polling)
-        else:
-            self._lingering = False
-
-    def _take_batch(self) -> bytes:
-        outbox = self._outbox
-        count = min(len(outbox), WRITE_BATCH)
-        data = outbox.popleft() if count == 1 else b"".join(
-            [outbox.popleft() for _ in range(count)]
-        )
-        if self._room is not None and len(outbox) < OUTBOX_SIZE:
-            self._room.set()
-            self._room = None
-        return data
-
-    def _write_error(self, exc: OSError) -> None:
-        log.error("cannot write to the editor, dropping output: %s", exc)
-        self._write_failed = True
-        self._unwritten = None
-        self._outbox.clear()
-        if self._room is not None:
-            self._room.set()
-            self._room = None
-        # Nobody can answer what we asked: fail it now rather than at a timeout.
-        self._fail_pending("cannot write to the editor")
+        await self.outbox.put(encode(message))
 
     async def notify(self, method: str, params: Any) -> None:
         await self.send(jsonrpc.notification(method, params))
@@ -256,7 +152,7 @@ class Connection:
         answered = False
         try:
             await self.send(jsonrpc.request(msg_id, method, params))
-            if self._write_failed:
+            if self.outbox.failed:
                 self._fail_pending("cannot write to the editor")
             elif self.input_closed:
                 # Still sent (an editor that reads on can act on a kill or a release), but
@@ -280,8 +176,10 @@ class Connection:
 
     async def serve(self) -> None:
         """Read until end of input, then cancel what runs and flush what was sent."""
+        # Looked up once: on Python 3.11 each get_running_loop() is a getpid() system call.
+        self._loop = asyncio.get_running_loop()
         async with anyio.create_task_group() as writer_group:
-            writer_group.start_soon(self._write_loop)
+            writer_group.start_soon(self.outbox.run_writer)
             try:
                 async with anyio.create_task_group() as tg:
                     self._task_group = tg
@@ -306,10 +204,7 @@ class Connection:
                 self.closed.set()
                 self._fail_pending("the editor closed the connection")
                 await self._stop_requests()
-                self._outbox_closed = True
-                if self._room is not None:
-                    self._room.set()
-                self._writer_wanted.set()
+                self.outbox.close()
                 # Deliver what is queued, but not to an editor that stopped reading.
                 writer_group.cancel_scope.deadline = anyio.current_time() + self.flush_grace
 
@@ -363,27 +258,6 @@ class Connection:
                 # burst are dispatched: it is then served as it arrives, not piled up as tasks.
                 await anyio.lowlevel.checkpoint()
             await self._dispatch_frame(frame)
-
-    async def _write_loop(self) -> None:
-        """Finish the writes the pipe did not take at once, waiting for the editor to read;
-        at shutdown, deliver what is still queued."""
-        while True:
-            await self._writer_wanted.wait()
-            self._writer_wanted = anyio.Event()
-            if self._unwritten is None and self._outbox and not self._write_failed:
-                self._unwritten = self._take_batch()  # shutdown: take the rest
-            while self._unwritten is not None:
-                try:
-                    await self._writer.send(self._unwritten)
-                except OSError as exc:
-                    self._write_error(exc)
-                    break
-                self._unwritten = None
-                self._linger()
-                if self._outbox:
-                    self._unwritten = self._take_batch()
-            if self._outbox_closed:
-                return
 
     # --- dispatch ---------------------------------------------------------------------------
 
@@ -455,12 +329,12 @@ class Connection:
                 await self.send(jsonrpc.error(req.id, answer))
                 return
             data, follow_up = answer
-            await self._enqueue(data)
-            if len(self._request_tasks) <= 1 and self._flush_handle is not None:
+            await self.outbox.put(data)
+            if len(self._request_tasks) <= 1 and self.outbox.flush_due:
                 # The only request in flight: nothing else can join this batch, so write it
                 # now rather than one loop step later (a strict request-answer exchange
                 # waits on exactly this).
-                self._flush()
+                self.outbox.flush()
             if follow_up is not None:
                 assert self._task_group is not None
                 self._task_group.start_soon(self._run_background, follow_up, req.method)
