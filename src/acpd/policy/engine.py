@@ -13,11 +13,12 @@ import re
 from dataclasses import dataclass, field
 
 from acpd.policy import parse as parse_mod
-from acpd.policy.argspec import Scan, option_matches, path_args, scan, spec_for
+from acpd.policy.argspec import Scan, path_args, scan, spec_for
 from acpd.policy.blocklist import BLOCKED_BUILTINS, SHELLS, env_blocked, word_findings
 from acpd.policy.checks import CHECKS, CheckContext
 from acpd.policy.decision import Decision, Findings, Verdict
-from acpd.policy.rules import Policy, PolicyError, Rule, Trust
+from acpd.policy.rulematch import GLOB, CompiledRule, compile_rule, rule_matches
+from acpd.policy.rules import Policy, PolicyError, Trust
 from acpd.policy.sandbox import (
     PathRules,
     compile_patterns,
@@ -34,35 +35,10 @@ MAX_COMMANDS = 2000
 MAX_ARGV_COMBOS = 16
 SYSTEM_BIN = ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin",
               "/opt/homebrew/bin")
-_GLOB = re.compile(r"[*?]|\[.*\]")
 _PATH_COMMANDS = frozenset({"dd", "find"})
 _GIT_OBJECT_READERS = frozenset({"show", "cat-file", "diff", "difftool", "archive", "blame"})
 _SAFE_REDIRECT_TARGET = re.compile(r"^(\d+|-)$")
 _plain = PLAIN.fullmatch
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledRule:
-    rule: Rule
-    names: frozenset[str]
-    globs: tuple[str, ...]
-    subcommands: tuple[tuple[str, ...], ...]
-    args_re: re.Pattern[str] | None
-    any_arg_re: re.Pattern[str] | None
-    argv_re: re.Pattern[str] | None
-    heads: frozenset[str] | None
-    """First words of the subcommands (None: no subcommand condition, or an empty one)."""
-    needs_options: bool
-    """Its `options` are all looked up among scanned options: no option, no match."""
-    unconditional: bool
-    """Names only, no condition on the arguments: it matches every command it names."""
-
-
-def _alternation(globs: tuple[str, ...], lower: bool = False) -> re.Pattern[str] | None:
-    if not globs:
-        return None
-    parts = [fnmatch.translate(g.lower() if lower else g) for g in globs]
-    return re.compile("|".join(f"(?:{p})" for p in parts), re.DOTALL)
 
 
 @dataclass(slots=True)
@@ -89,7 +65,7 @@ class CompiledPolicy:
         self.settings = policy.policy
         self._by_name: dict[str, list[CompiledRule]] = {}
         self._glob_rules: list[CompiledRule] = []
-        self.rules: tuple[CompiledRule, ...] = tuple(_compile_rule(r) for r in policy.rules)
+        self.rules: tuple[CompiledRule, ...] = tuple(compile_rule(r) for r in policy.rules)
         for cr in self.rules:
             for name in cr.names:
                 self._by_name.setdefault(name, []).append(cr)
@@ -337,7 +313,7 @@ class CompiledPolicy:
             out.add("ask", "command.dynamic", "the command name is not known before running")
             return
         base = name.rpartition("/")[2] if "/" in name else name
-        if ("*" in base or "?" in base or "[" in base) and _GLOB.search(base):
+        if ("*" in base or "?" in base or "[" in base) and GLOB.search(base):
             out.add("ask", "command.glob", f"the command name {name!r} is a glob")
             for cand in sorted(self.command_names | BLOCKED_BUILTINS.keys() | SHELLS):
                 if fnmatch.fnmatchcase(cand, base):
@@ -483,7 +459,7 @@ class CompiledPolicy:
             if not cr.unconditional:
                 if cr.rule.check is not None and ctx.cctx is None:
                     ctx.cctx = CheckContext(ctx.cwd, ctx.roots)
-                if not _rule_matches(cr, base, args, sc, ctx.cctx, vopts):
+                if not rule_matches(cr, base, args, sc, ctx.cctx, vopts):
                     continue
             rule = cr.rule
             if rule.verdict == "allow":
@@ -507,77 +483,6 @@ class CompiledPolicy:
         return allowed, (trusted_only and allowed)
 
 
-def _compile_rule(rule: Rule) -> CompiledRule:
-    names = frozenset(c for c in rule.commands if not _GLOB.search(c))
-    globs = tuple(c for c in rule.commands if _GLOB.search(c))
-    subs = tuple(tuple(s.split()) for s in rule.subcommands)
-    heads = frozenset(sub[0] for sub in subs) if subs and all(subs) else None
-    needs_options = bool(rule.options) and all(
-        o.startswith("--") or len(o) == 2 for o in rule.options)
-    unconditional = not (subs or rule.no_args or rule.unless_options or rule.options
-                         or rule.args or rule.any_arg or rule.argv or rule.check)
-    return CompiledRule(rule, names, globs, subs, _alternation(rule.args),
-                        _alternation(rule.any_arg, lower=True), _alternation(rule.argv), heads,
-                        needs_options, unconditional)
-
-
-def _has_option(spec: str, args: list[str], sc: Scan) -> bool:
-    if spec.startswith("--") or len(spec) == 2:
-        return bool(sc.options) and any(option_matches(spec, name) for name, _ in sc.options)
-    stop = args.index("--") if "--" in args else len(args)
-    return any(fnmatch.fnmatchcase(a.partition("=")[0], spec) for a in args[:stop])
-
-
-def _global_prefix(args: list[str], vopts: frozenset[str]) -> list[str]:
-    """The arguments before the first positional (a command's global options)."""
-    k = 0
-    while k < len(args):
-        arg = args[k]
-        if arg == "--" or not arg.startswith("-") or arg == "-" or arg == DYN:
-            break
-        if "=" not in arg and (arg in vopts or (len(arg) == 2 and arg in vopts)):
-            k += 2
-        else:
-            k += 1
-    return args[:k]
-
-
-def _rule_matches(cr: CompiledRule, base: str, args: list[str], sc: Scan,
-                  cctx: CheckContext | None, vopts: frozenset[str]) -> bool:
-    rule = cr.rule
-    pos: tuple[str, ...] = sc.positionals
-    rest = pos
-    if cr.subcommands:
-        for sub in cr.subcommands:
-            if pos[: len(sub)] == sub:
-                rest = pos[len(sub) :]
-                break
-        else:
-            return False
-    if rule.no_args and (rest or (sc.options and not cr.subcommands)):
-        return False
-    if rule.unless_options and any(_has_option(o, args, sc) for o in rule.unless_options):
-        return False
-    if rule.options:
-        if rule.global_only:
-            glob_args = _global_prefix(args, vopts)
-            gsc = scan(glob_args, vopts)
-            if not any(_has_option(o, glob_args, gsc) for o in rule.options):
-                return False
-        elif not any(_has_option(o, args, sc) for o in rule.options):
-            return False
-    if cr.args_re is not None and not any(cr.args_re.match(a) for a in rest):
-        return False
-    if cr.any_arg_re is not None and not any(cr.any_arg_re.match(a.lower()) for a in args):
-        return False
-    if cr.argv_re is not None and not cr.argv_re.match(" ".join(args)):
-        return False
-    if rule.check:
-        assert cctx is not None
-        return bool(CHECKS[rule.check](base, args, cctx))
-    return True
-
-
 def _recursive(functions: dict[str, set[str]]) -> bool:
     for start in functions:
         stack, seen = [start], set()
@@ -594,42 +499,11 @@ def _recursive(functions: dict[str, set[str]]) -> bool:
 
 def compile_policy(policy: Policy, *, check_examples: bool = True) -> CompiledPolicy:
     """Compile and validate; every rule's `match`/`not_match` examples must hold."""
+    from acpd.policy.examples import example_errors
+
     compiled = CompiledPolicy(policy)
     if check_examples:
         errors = example_errors(compiled)
         if errors:
             raise PolicyError("; ".join(errors[:10]))
     return compiled
-
-
-_EXAMPLES_OK: dict[tuple[str, str], bool] = {}
-"""(rule JSON, command grammar JSON) whose examples held: a rule's examples depend on nothing
-else, so a reload only re-checks rules that changed."""
-
-
-def example_errors(compiled: CompiledPolicy) -> list[str]:
-    import json
-    import tempfile
-
-    errors: list[str] = []
-    ws = os.path.join(tempfile.gettempdir(), "acpd-policy-examples")
-    grammar = json.dumps({k: sorted(v) for k, v in compiled.grammar.items()}, sort_keys=True)
-    for cr in compiled.rules:
-        if not cr.rule.match and not cr.rule.not_match:
-            continue
-        key = (cr.rule.model_dump_json(), grammar)
-        if key in _EXAMPLES_OK:
-            continue
-        before = len(errors)
-        src = cr.rule.source or "policy"
-        for example in cr.rule.match:
-            if not compiled.rule_matches(cr, example, ws, (ws,)):
-                errors.append(f"{src}: rule {cr.rule.id} does not match its example {example!r}")
-        for example in cr.rule.not_match:
-            if compiled.rule_matches(cr, example, ws, (ws,)):
-                errors.append(f"{src}: rule {cr.rule.id} matches its counter-example {example!r}")
-        if len(errors) == before:
-            if len(_EXAMPLES_OK) > 10_000:
-                _EXAMPLES_OK.clear()
-            _EXAMPLES_OK[key] = True
-    return errors
