@@ -89,6 +89,11 @@ class Run:
         response = await self.conn.new_session(cwd=str(cwd or self.workspace), mcp_servers=[])
         return response.session_id
 
+    async def open_session(self, capabilities: ClientCapabilities | None = None) -> str:
+        """initialize, then a new session in the workspace: what most tests start with."""
+        await self.initialize(capabilities)
+        return await self.new_session()
+
     async def prompt(self, session_id: str, value: str) -> str:
         response = await self.conn.prompt(session_id=session_id, prompt=text(value))
         return response.stop_reason
@@ -108,9 +113,12 @@ class Run:
 async def acpd(
     tmp: Path, *, data_dir: Path, workspace: Path, args: tuple[str, ...] = (),
     client: RecordingClient | None = None, env: dict[str, str] | None = None,
-    name: str = "run",
+    name: str = "run", script: Path | None = None,
 ) -> AsyncIterator[Run]:
-    """Spawn tee + `acpd serve`; on exit close stdin, then validate everything acpd wrote."""
+    """Spawn tee + `acpd serve` (with `--model scripted:SCRIPT` when given); on exit close
+    stdin, then validate everything acpd wrote."""
+    if script is not None:
+        args = ("--model", f"scripted:{script}", *args)
     log = tmp / f"{name}.wire.log"
     stderr_path = tmp / f"{name}.stderr.log"
     client = client or RecordingClient()

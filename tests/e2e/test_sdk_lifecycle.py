@@ -36,8 +36,7 @@ async def first_run(tmp: Path, data_dir: Path, workspace: Path, script: Path) ->
         tmp, data_dir=data_dir, workspace=workspace, args=("--model", f"scripted:{script}"),
         name="first",
     ) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         assert await run.prompt(session_id, "look and run") == "end_turn"
         return session_id
 
@@ -122,11 +121,9 @@ async def test_load_of_a_live_session_in_the_same_daemon(
     script = read_and_bash(tmp_path)
     client = RecordingClient()
     async with acpd(
-        tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-        args=("--model", f"scripted:{script}"),
+        tmp_path, data_dir=data_dir, workspace=workspace, client=client, script=script,
     ) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         assert await run.prompt(session_id, "look and run") == "end_turn"
         await run.conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
         replay = updates_before_response(run.wire(), "session/load")
@@ -202,8 +199,7 @@ async def test_list_pages_with_a_cursor_and_filters_by_cwd(
 
 async def test_close_then_delete(tmp_path: Path, data_dir: Path, workspace: Path) -> None:
     async with acpd(tmp_path, data_dir=data_dir, workspace=workspace) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         assert await run.prompt(session_id, "/status") == "end_turn"
         assert await run.conn.close_session(session_id=session_id) is not None
         with pytest.raises(RequestError) as caught:
@@ -234,11 +230,9 @@ async def test_read_only_mode_hides_and_denies_bash(
     )
     client = RecordingClient()
     async with acpd(
-        tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-        args=("--model", f"scripted:{script}"),
+        tmp_path, data_dir=data_dir, workspace=workspace, client=client, script=script,
     ) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         await run.conn.set_session_mode(session_id=session_id, mode_id="read-only")
         await client.wait_for(
             lambda: any(u["sessionUpdate"] == "current_mode_update" for u in client.updates)

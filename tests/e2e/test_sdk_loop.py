@@ -33,8 +33,7 @@ async def test_direct_mode_runs_slash_commands_through_the_pipeline(
 ) -> None:
     client = RecordingClient(answer=always("allow_once"))
     async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
 
         assert await run.prompt(session_id, "/bash echo hi") == "end_turn"
         (bash,) = client.tool_calls()
@@ -95,11 +94,9 @@ async def test_plan_updates_and_usage(tmp_path: Path, data_dir: Path, workspace:
     )
     client = RecordingClient()
     async with acpd(
-        tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-        args=("--model", f"scripted:{script}"),
+        tmp_path, data_dir=data_dir, workspace=workspace, client=client, script=script,
     ) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         assert await run.prompt(session_id, "plan it") == "end_turn"
         plans = [u for u in client.updates if u["sessionUpdate"] == "plan"]
         assert [p["entries"] for p in plans] == [entries]
@@ -122,11 +119,9 @@ async def test_doom_loop_stops_after_three_identical_rounds(
     )
     client = RecordingClient()
     async with acpd(
-        tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-        args=("--model", f"scripted:{script}"),
+        tmp_path, data_dir=data_dir, workspace=workspace, client=client, script=script,
     ) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         assert await run.prompt(session_id, "loop") == "end_turn"
         assert len(client.tool_calls()) == 3
         said = client.texts()
@@ -145,8 +140,7 @@ async def test_max_tool_iterations_from_the_environment(
         tmp_path, data_dir=data_dir, workspace=workspace, client=client,
         args=("--model", f"scripted:{script}"), env={"ACPD_MAX_TOOL_ITERATIONS": "2"},
     ) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         assert await run.prompt(session_id, "go") == "max_turn_requests"
         assert [c["title"] for c in client.tool_calls()] == ["Read hello.txt", "Read src/main.py"]
         assert "Stopped after 2 tool rounds" in client.texts()
@@ -166,11 +160,9 @@ async def test_invalid_tool_arguments_become_an_error_result_and_the_turn_goes_o
     )
     client = RecordingClient()
     async with acpd(
-        tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-        args=("--model", f"scripted:{script}"),
+        tmp_path, data_dir=data_dir, workspace=workspace, client=client, script=script,
     ) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         assert await run.prompt(session_id, "try") == "end_turn"
         calls = client.tool_calls()
         assert len(calls) == 3
@@ -201,11 +193,9 @@ async def test_stdin_eof_or_sigterm_ends_the_daemon_and_its_children(
     terminal = where == "editor-terminal"
     client = RecordingClient(answer=always("allow_once"), terminal_enabled=terminal)
     async with acpd(
-        tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-        args=("--model", f"scripted:{script}"),
+        tmp_path, data_dir=data_dir, workspace=workspace, client=client, script=script,
     ) as run:
-        await run.initialize(caps(terminal=terminal))
-        session_id = await run.new_session()
+        session_id = await run.open_session(caps(terminal=terminal))
         prompt = asyncio.ensure_future(run.conn.prompt(session_id=session_id, prompt=text("go")))
         pids = [int(p) for p in await wait_for_file_lines(workspace / "pids.txt", 2)]
         stdin = run.process.stdin
@@ -248,11 +238,9 @@ async def test_cancel_stops_a_slow_model_and_a_second_prompt_is_refused_meanwhil
     )
     client = RecordingClient()
     async with acpd(
-        tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-        args=("--model", f"scripted:{script}"),
+        tmp_path, data_dir=data_dir, workspace=workspace, client=client, script=script,
     ) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         prompt = asyncio.ensure_future(run.conn.prompt(session_id=session_id, prompt=text("go")))
         # The plan tool finished: the turn is now in its second, slow model call.
         await client.wait_for(lambda: bool(client.tool_calls()) and any(
@@ -280,8 +268,7 @@ async def test_the_context_budget_stops_the_turn(
         tmp_path, data_dir=data_dir, workspace=workspace, client=client,
         args=("--model", f"scripted:{script}", "--config", str(config)),
     ) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         assert await run.prompt(session_id, "x" * 2000) == "max_tokens"
         said = client.texts()
         assert "context budget" in said and "never" not in said

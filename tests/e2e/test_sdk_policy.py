@@ -53,8 +53,7 @@ async def test_allow_deny_and_ask_on_both_paths(
     client = RecordingClient(answer=always("allow_once"), terminal_enabled=terminal)
     async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
                     args=("--model", f"scripted:{script}", "--config", str(config))) as run:
-        await run.initialize(caps(terminal=terminal))
-        session_id = await run.new_session()
+        session_id = await run.open_session(caps(terminal=terminal))
         assert await run.prompt(session_id, "go") == "end_turn"
 
         # Only the command the policy asks about prompts, even in auto mode, titled with the
@@ -104,8 +103,7 @@ async def test_a_policy_deny_is_not_lifted_by_auto_mode_or_an_allow_rule(
     client = RecordingClient(answer=always("allow_once"))
     async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
                     args=("--model", f"scripted:{script}", "--config", str(config))) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         assert await run.prompt(session_id, "push") == "end_turn"
         assert client.calls("session/request_permission") == []
         (call,) = client.tool_calls()
@@ -124,8 +122,7 @@ async def test_read_only_mode_still_denies_what_the_policy_allows(
     client = RecordingClient(answer=always("allow_once"))
     async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
                     args=("--model", f"scripted:{script}", "--config", str(config))) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         assert await run.prompt(session_id, "go") == "end_turn"
         (call,) = client.tool_calls()
         assert "session is read-only" in shown(client.final(call["toolCallId"]))
@@ -144,8 +141,7 @@ async def test_terminal_output_streams_into_the_card_before_the_final_update(
     client = RecordingClient()
     async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
                     args=("--model", f"scripted:{script}")) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         prompt = asyncio.ensure_future(run.conn.prompt(session_id=session_id,
                                                        prompt=text("stream")))
 
@@ -189,8 +185,7 @@ async def test_plugin_overlays_reload_while_the_daemon_runs(
     client = RecordingClient(answer=always("allow_once"))
     async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
                     args=("--model", f"scripted:{script}", "--config", str(config))) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         assert await run.prompt(session_id, "one") == "end_turn"
         assert (workspace / "one.txt").exists()  # touch: allowed by the default policy
         start_hash = audit(data_dir)[0]["policy_hash"]
@@ -243,8 +238,7 @@ async def test_transactional_shell_rolls_back_a_failing_write(
     client = RecordingClient(answer=always("allow_once"), terminal_enabled=terminal)
     async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
                     args=("--model", f"scripted:{script}", "--config", str(config))) as run:
-        await run.initialize(caps(terminal=terminal))
-        session_id = await run.new_session()
+        session_id = await run.open_session(caps(terminal=terminal))
         assert await run.prompt(session_id, "break it") == "end_turn"
         final = client.final(client.tool_calls()[0]["toolCallId"])
         assert final["status"] == "failed"

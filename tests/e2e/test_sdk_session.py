@@ -64,11 +64,9 @@ async def test_capabilities_decide_editor_or_local(
     client = RecordingClient(buffers={str(workspace / "hello.txt"): "UNSAVED BUFFER\n"})
     with_caps = offered == "fs-and-terminal"
     async with acpd(
-        tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-        args=("--model", f"scripted:{script}"),
+        tmp_path, data_dir=data_dir, workspace=workspace, client=client, script=script,
     ) as run:
-        await run.initialize(caps(fs=with_caps, terminal=with_caps))
-        session_id = await run.new_session()
+        session_id = await run.open_session(caps(fs=with_caps, terminal=with_caps))
         assert await run.prompt(session_id, "read it and run bash") == "end_turn"
         read, bash = client.tool_calls()
         read_text = client.final(read["toolCallId"])["content"][-1]["content"]["text"]

@@ -45,11 +45,9 @@ async def test_bash_runs_in_the_client_terminal_and_is_released_after_the_final_
     script = write_script(tmp_path / "s.json", bash_turns(command))
     client = RecordingClient()
     async with acpd(
-        tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-        args=("--model", f"scripted:{script}"),
+        tmp_path, data_dir=data_dir, workspace=workspace, client=client, script=script,
     ) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         assert await run.prompt(session_id, "run it") == "end_turn"
 
         (call,) = client.tool_calls()
@@ -97,8 +95,7 @@ async def test_output_byte_limit_keeps_the_tail(
         tmp_path, data_dir=data_dir, workspace=workspace, client=client,
         args=("--model", f"scripted:{script}", "--config", str(config)),
     ) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         assert await run.prompt(session_id, "count") == "end_turn"
         (create,) = client.calls("terminal/create")
         assert create["outputByteLimit"] == 1024
@@ -121,11 +118,9 @@ async def test_each_permission_option(
     script = write_script(tmp_path / "s.json", bash_turns(same, same, other))
     client = RecordingClient(answer=always(option))
     async with acpd(
-        tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-        args=("--model", f"scripted:{script}"),
+        tmp_path, data_dir=data_dir, workspace=workspace, client=client, script=script,
     ) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         assert await run.prompt(session_id, "run them") == "end_turn"
 
         asked = client.calls("session/request_permission")
@@ -170,11 +165,9 @@ async def test_a_cancelled_permission_answer_ends_the_turn_cancelled(
     )
     client = RecordingClient(answer=always(None))
     async with acpd(
-        tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-        args=("--model", f"scripted:{script}"),
+        tmp_path, data_dir=data_dir, workspace=workspace, client=client, script=script,
     ) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         assert await run.prompt(session_id, "run") == "cancelled"
         (call,) = client.tool_calls()
         assert client.final(call["toolCallId"])["status"] == "failed"
@@ -192,11 +185,9 @@ async def test_cancel_while_the_user_decides_closes_the_card(
     gate = asyncio.Event()
     client = RecordingClient(answer=always(None), permission_gate=gate)
     async with acpd(
-        tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-        args=("--model", f"scripted:{script}"),
+        tmp_path, data_dir=data_dir, workspace=workspace, client=client, script=script,
     ) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         prompt = asyncio.ensure_future(run.conn.prompt(session_id=session_id, prompt=text("go")))
         await client.wait_for(lambda: bool(client.calls("session/request_permission")))
         await run.conn.cancel(session_id=session_id)
@@ -224,11 +215,9 @@ async def test_cancel_mid_command_kills_the_process_tree(
     terminal = where == "editor-terminal"
     client = RecordingClient(answer=always("allow_once"), terminal_enabled=terminal)
     async with acpd(
-        tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-        args=("--model", f"scripted:{script}"),
+        tmp_path, data_dir=data_dir, workspace=workspace, client=client, script=script,
     ) as run:
-        await run.initialize(caps(terminal=terminal))
-        session_id = await run.new_session()
+        session_id = await run.open_session(caps(terminal=terminal))
         prompt = asyncio.ensure_future(
             run.conn.prompt(session_id=session_id, prompt=text("start a long job"))
         )
@@ -283,11 +272,9 @@ async def test_a_timeout_kills_the_command_and_keeps_its_partial_output(
     terminal = where == "editor-terminal"
     client = RecordingClient(answer=always("allow_once"), terminal_enabled=terminal)
     async with acpd(
-        tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-        args=("--model", f"scripted:{script}"),
+        tmp_path, data_dir=data_dir, workspace=workspace, client=client, script=script,
     ) as run:
-        await run.initialize(caps(terminal=terminal))
-        session_id = await run.new_session()
+        session_id = await run.open_session(caps(terminal=terminal))
         assert await run.prompt(session_id, "slow") == "end_turn"
         final = client.final(client.tool_calls()[0]["toolCallId"])
         assert final["status"] == "failed"
@@ -312,11 +299,9 @@ async def test_close_during_a_command_ends_the_turn_and_the_tree(
     terminal = where == "editor-terminal"
     client = RecordingClient(answer=always("allow_once"), terminal_enabled=terminal)
     async with acpd(
-        tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-        args=("--model", f"scripted:{script}"),
+        tmp_path, data_dir=data_dir, workspace=workspace, client=client, script=script,
     ) as run:
-        await run.initialize(caps(terminal=terminal))
-        session_id = await run.new_session()
+        session_id = await run.open_session(caps(terminal=terminal))
         prompt = asyncio.ensure_future(run.conn.prompt(session_id=session_id, prompt=text("go")))
         pids = [int(p) for p in await wait_for_file_lines(workspace / "pids.txt", 4)]
         assert await asyncio.wait_for(run.conn.close_session(session_id=session_id), 15) is not None

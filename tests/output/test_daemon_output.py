@@ -41,11 +41,9 @@ async def test_long_bash_output_is_filtered_with_stats_in_the_card_only(
     script = write_script(tmp_path / "s.json", [bash_turn("cat app.log"), {"text": "ok"}])
     client = RecordingClient()
     async with acpd(
-        tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-        args=("--model", f"scripted:{script}"),
+        tmp_path, data_dir=data_dir, workspace=workspace, client=client, script=script,
     ) as run:
-        await run.initialize(caps(terminal=False))
-        session_id = await run.new_session()
+        session_id = await run.open_session(caps(terminal=False))
         assert await run.prompt(session_id, "look at the log") == "end_turn"
         (call,) = client.tool_calls()
         shown = final_text(client, call["toolCallId"])
@@ -133,8 +131,7 @@ async def test_old_overflow_entries_are_expired_on_start(
     config.write_text("[tools.overflow]\nretention_days = 3\n")
     args = ("--config", str(config))
     async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, args=args) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
     db = sqlite3.connect(data_dir / "sessions.sqlite3")
     with db:
         now = time.time()

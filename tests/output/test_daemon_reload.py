@@ -58,8 +58,7 @@ async def test_filters_reload_while_the_daemon_runs(
         client=client,
         args=("--config", str(config)),
     ) as run:
-        await run.initialize(caps(terminal=False))
-        session_id = await run.new_session()
+        session_id = await run.open_session(caps(terminal=False))
         assert await cat_notes(run, client, session_id) == kept("KEEP")
 
         await until_shown(run, client, session_id, kept("OTHER"), (filters, rule("^OTHER")))

@@ -44,13 +44,11 @@ async def test_a_printed_credential_is_redacted_everywhere(
     )
     client = RecordingClient()
     async with acpd(
-        tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-        args=("--model", f"scripted:{script}"),
+        tmp_path, data_dir=data_dir, workspace=workspace, client=client, script=script,
     ) as run:
         # No editor terminal: the daemon runs the command and streams its output into the
         # card itself, which is the path that could leak while the command runs.
-        await run.initialize(caps(terminal=False))
-        session_id = await run.new_session()
+        session_id = await run.open_session(caps(terminal=False))
         assert await run.prompt(session_id, "deploy") == "end_turn"
         (call,) = client.tool_calls()
         card = client.tool_updates(call["toolCallId"])

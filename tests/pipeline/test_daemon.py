@@ -38,8 +38,7 @@ async def test_each_option_is_audited_with_who_approved(
     client = RecordingClient(answer=always(option))
     async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
                     args=("--model", f"scripted:{script}")) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         assert await run.prompt(session_id, "go") == "end_turn"
         asked = client.calls("session/request_permission")
         assert [a["toolCall"]["title"] for a in asked] == (
@@ -72,8 +71,7 @@ async def test_always_allow_survives_a_restart_for_the_same_workspace(
         client = RecordingClient(answer=always(answer))
         async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
                         args=("--model", f"scripted:{script}"), name=f"run{n}") as run:
-            await run.initialize()
-            session_id = await run.new_session()
+            session_id = await run.open_session()
             assert await run.prompt(session_id, "go") == "end_turn"
             asked = client.calls("session/request_permission")
             assert len(asked) == (1 if n == 0 else 0)
@@ -95,8 +93,7 @@ async def test_rules_from_the_config_deny_and_allow(
     client = RecordingClient(answer=always("allow_once"))
     async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
                     args=("--model", f"scripted:{script}", "--config", str(config))) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         assert await run.prompt(session_id, "go") == "end_turn"
         assert client.calls("session/request_permission") == []
         allowed, denied = client.tool_calls()
@@ -120,8 +117,7 @@ async def test_quota_and_auto_mode_through_the_daemon(
     client = RecordingClient()
     async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
                     args=("--model", f"scripted:{script}", "--config", str(config))) as run:
-        await run.initialize()
-        session_id = await run.new_session()
+        session_id = await run.open_session()
         assert await run.prompt(session_id, "go") == "end_turn"
         second = client.final(client.tool_calls()[1]["toolCallId"])
         assert second["status"] == "failed"
