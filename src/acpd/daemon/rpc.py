@@ -14,14 +14,16 @@ Limits, so that no peer can make the daemon grow without bound or hang:
 - The outbox holds OUTBOX_SIZE messages. When it is full, senders wait (backpressure): a
   peer that stops reading its stdout stops being read, and stalls only itself.
 - At most `max_in_flight` requests (with their follow-ups) run at once. The reader yields
-  after starting each request, so a pipelined burst is served as it arrives; at the limit it
-  waits up to `slot_wait` seconds for a slot, then answers -32600 instead of queueing.
+  after every DISPATCH_BATCH frames it dispatches, so a pipelined burst is served as it
+  arrives; at the limit it waits up to `slot_wait` seconds for a slot, then answers -32600
+  instead of queueing.
   Queueing would grow without bound, and waiting for ever would stop the editor's answers
   to our own requests from being read: a deadlock when the running requests wait for them.
 - A line is capped by the decoder (`max_line_bytes`); an oversize line is answered -32600
   and skipped.
-- At stdin EOF the daemon stops its work within `eof_grace` seconds and then gives the
-  writer `flush_grace` seconds to deliver what is queued before it gives up on the editor.
+- At stdin EOF (or `stop()`, on SIGTERM) the daemon stops its work within `eof_grace`
+  seconds, then gives the writer `flush_grace` seconds to deliver what is queued before it
+  gives up on the editor.
 
 Nothing the peer sends raises out of `serve()`: peer faults are answered with -32700,
 -32600, -32601 or -32602 and everything else a handler raises becomes -32603 here.
