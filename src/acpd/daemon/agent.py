@@ -103,12 +103,15 @@ class AcpAgent:
 
     async def shutdown(self) -> None:
         """Stdin closed: stop every turn (which kills children and releases terminals)."""
-        if self._methods is not None:
-            await self._methods.close_all()
-        if self._runtime is not None:
-            if self._runtime.pipeline.shell is not None:
-                self._runtime.pipeline.shell.close()  # the policy watchers end with us
-            self._runtime.store.close()
+        try:
+            if self._methods is not None:
+                await self._methods.close_all()
+        finally:
+            # Also when the turns outlast the shutdown grace: metadata still written.
+            if self._runtime is not None:
+                if self._runtime.pipeline.shell is not None:
+                    self._runtime.pipeline.shell.close()  # the policy watchers end with us
+                self._runtime.store.close()
 
     # --- initialize (no heavy imports on this path) ------------------------------------------
 
