@@ -739,6 +739,39 @@ def test_a_pipelined_burst_of_requests_is_served_not_refused(data_dir: Path) -> 
         assert raw.close() == 0
 
 
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_both_event_loops_serve_a_pipelined_burst_in_order_of_answers(
+    data_dir: Path, workspace: Path, loop: str
+) -> None:
+    """uvloop is the default; ACPD_LOOP=asyncio must serve exactly the same."""
+    with raw_daemon(data_dir, "--log-level", "info", env={"ACPD_LOOP": loop}) as raw:
+        peer = Peer(raw)
+        peer.call(0, "initialize", {"protocolVersion": 1})
+        session_id = start_session(peer, workspace, "new")
+        modes = ("auto", "ask", "read-only")
+        count = 600
+        burst = b"".join(
+            request(n, "session/set_mode", {"sessionId": session_id, "modeId": modes[n % 3]})
+            for n in range(1, count + 1)
+        )
+        threading.Thread(target=peer.send_bytes, args=(burst,), daemon=True).start()
+        answers, shown = [], []
+        while len(answers) < count:
+            message = peer.recv()
+            update = message.get("params", {}).get("update", {})
+            if "id" in message:
+                answers.append(message)
+            elif update.get("sessionUpdate") == "current_mode_update":
+                shown.append(update["currentModeId"])
+        assert sorted(a["id"] for a in answers) == list(range(1, count + 1))
+        assert all(a["result"] == {} for a in answers)
+        # Each switch is announced, in the order the requests were sent.
+        assert shown == [modes[n % 3] for n in range(1, count + 1)]
+        assert raw.close() == 0
+        expected = "serving on uvloop" if loop == "uvloop" else "serving on the asyncio loop"
+        assert expected in peer.stderr
+
+
 def test_eof_ends_the_daemon_even_when_the_editor_stopped_reading(data_dir: Path) -> None:
     """stdin closes while far more output is queued than the pipe holds, and nobody reads:
     the daemon gives the writer a moment, then exits anyway."""

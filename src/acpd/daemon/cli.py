@@ -140,7 +140,11 @@ def serve(args: argparse.Namespace) -> int:
     from acpd.daemon.server import serve_stdio
 
     options = ServeOptions(args.config, args.data_dir, args.model, args.max_line_bytes)
-    anyio.run(serve_stdio, fds, options, early, backend_options=loop_options())
+    backend = loop_options()
+    logging.getLogger("acpd").info(
+        "serving on %s", "uvloop" if backend.get("use_uvloop") else "the asyncio loop"
+    )
+    anyio.run(serve_stdio, fds, options, early, backend_options=backend)
     return 0
 
 
