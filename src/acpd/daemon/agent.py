@@ -42,7 +42,6 @@ class ServeOptions:
     max_line_bytes: int | None = None
 
 
-
 @dataclass(slots=True)
 class Runtime:
     config: Config
