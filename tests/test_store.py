@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from acpd.daemon.store import SessionStore
-from tests.helpers.daemon import raw_daemon
+from tests.helpers.daemon import raw_daemon, write_script
 
 
 def on_disk(path: Path, session_id: str) -> tuple[Any, ...]:
@@ -120,3 +120,35 @@ def test_a_mode_switch_right_before_a_stop_is_on_disk(tmp_path: Path, stop: str)
             peer.proc.send_signal(signal.SIGTERM)
             assert peer.proc.wait(10) == 0
     assert on_disk(data / "sessions.sqlite3", session_id)[0] == "read-only"
+
+
+def test_text_streamed_before_a_crash_is_replayed(tmp_path: Path) -> None:
+    """The model streams a first chunk, then stalls; the daemon is killed (SIGKILL: nothing
+    runs at exit). A new daemon replays the chunk the editor had shown."""
+    script = write_script(
+        tmp_path / "s.json", [{"chunks": ["shown before the crash "], "stall": 60}]
+    )
+    data = tmp_path / "data"
+    with raw_daemon(data, "--model", f"scripted:{script}") as peer:
+        session_id = _new_session(peer, tmp_path)
+        prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]}
+        peer.send({"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": prompt})
+        while True:
+            message = peer.recv()
+            assert message is not None, "the daemon ended"
+            update = message.get("params", {}).get("update", {})
+            if update.get("sessionUpdate") == "agent_message_chunk":
+                break
+        peer.proc.kill()
+        peer.proc.wait(10)
+    with raw_daemon(data, "--model", f"scripted:{script}") as peer:
+        peer.initialize()
+        load = {"sessionId": session_id, "cwd": str(tmp_path), "mcpServers": []}
+        peer.send({"jsonrpc": "2.0", "id": 2, "method": "session/load", "params": load})
+        replayed = []
+        while (message := peer.recv()) is not None and message.get("id") != 2:
+            update = message["params"]["update"]
+            if update["sessionUpdate"] == "agent_message_chunk":
+                replayed.append(update["content"]["text"])
+        assert message is not None and "result" in message, message
+        assert "".join(replayed) == "shown before the crash "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -38,6 +39,9 @@ log = logging.getLogger("acpd.turn")
 DOOM_LOOP_REPEATS = 3
 CONTEXT_STOP_RATIO = 0.8
 CHARS_PER_TOKEN = 4
+PERSIST_EVERY = 0.5
+"""Streamed text is stored at most this many seconds after the chunk before it was: a crash
+mid-reply loses no more than that much of what the editor showed."""
 CANCELLED = (
     "[tool_error]\ncategory: Cancelled\nmessage: the user cancelled the turn\nretryable: false"
 )
@@ -127,9 +131,12 @@ async def run_turn(
 
 async def call_model(session: Session, provider: Provider, request: ModelRequest) -> ModelReply:
     """Stream one model call to the editor and record the assistant message, even when the
-    call is cancelled halfway (what was shown stays in the history)."""
+    call is cancelled halfway (what was shown stays in the history). The text shown is also
+    stored for replay as it streams (see PERSIST_EVERY), not only when the reply ends."""
     reply = ModelReply()
     parts: list[str] = []
+    stored = 0  # parts already in the store
+    stored_at = -PERSIST_EVERY  # the first chunk is stored at once
     try:
         # aclosing: a cancelled turn must close the HTTP stream now, not at garbage collection.
         async with contextlib.aclosing(provider.stream(request)) as events:
@@ -140,6 +147,9 @@ async def call_model(session: Session, provider: Provider, request: ModelRequest
                 if isinstance(event, TextDelta):
                     parts.append(event.text)
                     await session.send(updates.message_chunk("agent_message_chunk", event.text))
+                    if (now := time.monotonic()) - stored_at >= PERSIST_EVERY:
+                        _store_text(session, parts[stored:])
+                        stored, stored_at = len(parts), now
                 elif isinstance(event, ThoughtDelta):
                     await session.send(updates.message_chunk("agent_thought_chunk", event.text))
                 elif isinstance(event, ToolCallEvent):
@@ -150,14 +160,20 @@ async def call_model(session: Session, provider: Provider, request: ModelRequest
                 elif isinstance(event, StopEvent):
                     reply.stop = event.reason
     finally:
+        _store_text(session, parts[stored:])
         reply.text = "".join(parts)
-        if reply.text:
-            session.store.append_update(
-                session.id, updates.message_chunk("agent_message_chunk", reply.text)
-            )
         if reply.text or reply.calls:
             session.remember(Message("assistant", reply.text, list(reply.calls)))
     return reply
+
+
+def _store_text(session: Session, parts: list[str]) -> None:
+    """One replay update for the text streamed since the last one (the editor joins them)."""
+    text = "".join(parts)
+    if text:
+        session.store.append_update(
+            session.id, updates.message_chunk("agent_message_chunk", text)
+        )
 
 
 async def run_call(

@@ -5,7 +5,8 @@ Script format (JSON):
 
 A turn may also carry `"chunks": ["...", ...]` (text streamed in pieces), `"thought"`,
 `"usage": {"input_tokens": N, "output_tokens": N}`, `"delay": seconds` (before the reply, to
-test cancellation), and a tool call may give `"raw_arguments"` (argument text as a model sent
+test cancellation), `"stall": seconds` (after the text, before the tool calls and the end: a
+reply cut off mid-stream), and a tool call may give `"raw_arguments"` (argument text as a model sent
 it, to exercise invalid JSON). Used by the demo and by the end-to-end tests.
 """
 
@@ -63,6 +64,10 @@ def _check_turn(path: Path, index: int, turn: Any) -> None:
         raise ScriptError(f"{where} must be an object")
     if "text" in turn and not isinstance(turn["text"], str):
         raise ScriptError(f"{where}.text must be a string")
+    for key in ("delay", "stall"):
+        seconds = turn.get(key, 0)
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+            raise ScriptError(f"{where}.{key} must be a number of seconds")
     chunks = turn.get("chunks", [])
     if not isinstance(chunks, list) or not all(isinstance(c, str) for c in chunks):
         raise ScriptError(f"{where}.chunks must be a list of strings")
@@ -97,9 +102,8 @@ class ScriptedProvider:
             return
         turn = self._turns[self._next]
         self._next += 1
-        delay = turn.get("delay", 0)
-        if isinstance(delay, int | float) and delay > 0:
-            await anyio.sleep(delay)
+        if turn.get("delay"):
+            await anyio.sleep(turn["delay"])
         if turn.get("error"):
             raise ProviderError(str(turn["error"]), status=turn.get("status"))
         if isinstance(turn.get("thought"), str):
@@ -108,6 +112,8 @@ class ScriptedProvider:
             yield TextDelta(chunk)
         if turn.get("text"):
             yield TextDelta(turn["text"])
+        if turn.get("stall"):
+            await anyio.sleep(turn["stall"])
         calls = turn.get("tool_calls", [])
         for call in calls:
             yield ToolCallEvent(self._call(call))
