@@ -122,9 +122,20 @@ def test_a_mode_switch_right_before_a_stop_is_on_disk(tmp_path: Path, stop: str)
     assert on_disk(data / "sessions.sqlite3", session_id)[0] == "read-only"
 
 
+def stored_chunks(path: Path, session_id: str) -> list[bytes]:
+    db = sqlite3.connect(path)
+    try:
+        rows = db.execute(
+            "SELECT payload FROM updates WHERE session_id = ? ORDER BY seq", (session_id,)
+        ).fetchall()
+        return [row[0] for row in rows if b"agent_message_chunk" in row[0]]
+    finally:
+        db.close()
+
+
 def test_text_streamed_before_a_crash_is_replayed(tmp_path: Path) -> None:
-    """The model streams a first chunk, then stalls; the daemon is killed (SIGKILL: nothing
-    runs at exit). A new daemon replays the chunk the editor had shown."""
+    """The model streams a first chunk, then stalls; the chunk is stored within half a
+    second, and after a SIGKILL (nothing runs at exit) a new daemon replays it."""
     script = write_script(
         tmp_path / "s.json", [{"chunks": ["shown before the crash "], "stall": 60}]
     )
@@ -139,6 +150,11 @@ def test_text_streamed_before_a_crash_is_replayed(tmp_path: Path) -> None:
             update = message.get("params", {}).get("update", {})
             if update.get("sessionUpdate") == "agent_message_chunk":
                 break
+        # The model stalls: no further chunk comes to trigger a write, the timer must.
+        deadline = time.monotonic() + 10
+        while not stored_chunks(data / "sessions.sqlite3", session_id):
+            assert time.monotonic() < deadline, "the shown text never reached the store"
+            time.sleep(0.05)
         peer.proc.kill()
         peer.proc.wait(10)
     with raw_daemon(data, "--model", f"scripted:{script}") as peer:

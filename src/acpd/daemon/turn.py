@@ -8,9 +8,9 @@ after three rounds with identical tool output, and a stop when the estimated con
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
-import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -40,8 +40,8 @@ DOOM_LOOP_REPEATS = 3
 CONTEXT_STOP_RATIO = 0.8
 CHARS_PER_TOKEN = 4
 PERSIST_EVERY = 0.5
-"""Streamed text is stored at most this many seconds after the chunk before it was: a crash
-mid-reply loses no more than that much of what the editor showed."""
+"""Streamed text is stored for replay at most this many seconds after the editor was sent it:
+a crash mid-reply loses no more than that much of what the editor showed."""
 CANCELLED = (
     "[tool_error]\ncategory: Cancelled\nmessage: the user cancelled the turn\nretryable: false"
 )
@@ -134,9 +134,7 @@ async def call_model(session: Session, provider: Provider, request: ModelRequest
     call is cancelled halfway (what was shown stays in the history). The text shown is also
     stored for replay as it streams (see PERSIST_EVERY), not only when the reply ends."""
     reply = ModelReply()
-    parts: list[str] = []
-    stored = 0  # parts already in the store
-    stored_at = -PERSIST_EVERY  # the first chunk is stored at once
+    text = StreamedText(session)
     try:
         # aclosing: a cancelled turn must close the HTTP stream now, not at garbage collection.
         async with contextlib.aclosing(provider.stream(request)) as events:
@@ -145,11 +143,8 @@ async def call_model(session: Session, provider: Provider, request: ModelRequest
                 # at the next event even when the provider streams from memory.
                 await anyio.lowlevel.checkpoint_if_cancelled()
                 if isinstance(event, TextDelta):
-                    parts.append(event.text)
                     await session.send(updates.message_chunk("agent_message_chunk", event.text))
-                    if (now := time.monotonic()) - stored_at >= PERSIST_EVERY:
-                        _store_text(session, parts[stored:])
-                        stored, stored_at = len(parts), now
+                    text.add(event.text)
                 elif isinstance(event, ThoughtDelta):
                     await session.send(updates.message_chunk("agent_thought_chunk", event.text))
                 elif isinstance(event, ToolCallEvent):
@@ -160,20 +155,44 @@ async def call_model(session: Session, provider: Provider, request: ModelRequest
                 elif isinstance(event, StopEvent):
                     reply.stop = event.reason
     finally:
-        _store_text(session, parts[stored:])
-        reply.text = "".join(parts)
+        reply.text = text.finish()
         if reply.text or reply.calls:
             session.remember(Message("assistant", reply.text, list(reply.calls)))
     return reply
 
 
-def _store_text(session: Session, parts: list[str]) -> None:
-    """One replay update for the text streamed since the last one (the editor joins them)."""
-    text = "".join(parts)
-    if text:
-        session.store.append_update(
-            session.id, updates.message_chunk("agent_message_chunk", text)
-        )
+class StreamedText:
+    """A reply's text as it streams: stored for replay by a timer, PERSIST_EVERY after the
+    first chunk not yet stored (one update for all the chunks since the last), and whole
+    at the end. A timer rather than the next chunk: a model that stalls mid-reply must not
+    hold back what the editor already shows."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.parts: list[str] = []
+        self.stored = 0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(PERSIST_EVERY, self.store)
+
+    def store(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        new = "".join(self.parts[self.stored :])
+        self.stored = len(self.parts)
+        if new:
+            self.session.store.append_update(
+                self.session.id, updates.message_chunk("agent_message_chunk", new)
+            )
+
+    def finish(self) -> str:
+        """Store what is left; the whole text."""
+        self.store()
+        return "".join(self.parts)
 
 
 async def run_call(
