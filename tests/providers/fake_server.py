@@ -16,9 +16,26 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+from acpd.providers.base import ModelEvent
+from acpd.providers.sse import SSEEvent, SSEParser
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "providers"
+
+
+class Decoder(Protocol):
+    def feed(self, sse: SSEEvent) -> list[ModelEvent]: ...
+    def finish(self) -> list[ModelEvent]: ...
+
+
+def decode_stream(decoder: Decoder, data: bytes) -> list[ModelEvent]:
+    """Every event a wire decoder makes of a recorded SSE stream, the end of stream included."""
+    events: list[ModelEvent] = []
+    for sse in SSEParser().feed(data):
+        events.extend(decoder.feed(sse))
+    events.extend(decoder.finish())
+    return events
 
 
 def fixture(name: str) -> bytes:

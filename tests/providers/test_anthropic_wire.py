@@ -21,17 +21,12 @@ from acpd.providers.base import (
     UsageEvent,
     parse_arguments,
 )
-from acpd.providers.sse import SSEEvent, SSEParser
-from tests.providers.fake_server import fixture
+from acpd.providers.sse import SSEEvent
+from tests.providers.fake_server import decode_stream, fixture
 
 
 def decode(data: bytes) -> list[ModelEvent]:
-    decoder = anthropic_wire.StreamDecoder()
-    events: list[ModelEvent] = []
-    for sse in SSEParser().feed(data):
-        events.extend(decoder.feed(sse))
-    events.extend(decoder.finish())
-    return events
+    return decode_stream(anthropic_wire.StreamDecoder(), data)
 
 
 def test_encode_system_tools_and_merged_tool_results() -> None:

@@ -21,17 +21,12 @@ from acpd.providers.base import (
     UsageEvent,
     parse_arguments,
 )
-from acpd.providers.sse import SSEEvent, SSEParser
-from tests.providers.fake_server import fixture
+from acpd.providers.sse import SSEEvent
+from tests.providers.fake_server import decode_stream, fixture
 
 
 def decode(name: str) -> list[ModelEvent]:
-    decoder = openai_wire.StreamDecoder()
-    events: list[ModelEvent] = []
-    for sse in SSEParser().feed(fixture(name)):
-        events.extend(decoder.feed(sse))
-    events.extend(decoder.finish())
-    return events
+    return decode_stream(openai_wire.StreamDecoder(), fixture(name))
 
 
 def decode_chunks(*chunks: object, done: bool = True) -> list[ModelEvent]:

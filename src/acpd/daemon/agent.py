@@ -7,6 +7,7 @@ with the session methods (daemon/methods.py).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -59,7 +60,7 @@ class AcpAgent:
         self._runtime: Runtime | None = None
         self._methods: SessionMethods | None = None
         self._runtime_lock = anyio.Lock()
-        self._meta_flush_due = False
+        self._meta_timer: asyncio.TimerHandle | None = None
         conn.on_request = self.on_request
         conn.on_notification = self.on_notification
         conn.on_eof = self.shutdown
@@ -80,19 +81,19 @@ class AcpAgent:
 
     def _flush_meta_soon(self, store: SessionStore) -> None:
         """Session metadata (mode, model, title) is written behind, META_FLUSH_DELAY after
-        the first change: a burst of mode switches costs one transaction, not one each."""
-        if self._meta_flush_due:
-            return
-        self._meta_flush_due = True
+        the first change: a burst of mode switches costs one transaction, not one each.
+        A flush that finds nothing pending (a read or the close came first) does nothing."""
+        if self._meta_timer is None:
+            self._meta_timer = asyncio.get_running_loop().call_later(
+                META_FLUSH_DELAY, self._flush_meta, store
+            )
 
-        async def flush_later() -> None:
-            try:
-                await anyio.sleep(META_FLUSH_DELAY)
-            finally:
-                self._meta_flush_due = False
+    def _flush_meta(self, store: SessionStore) -> None:
+        self._meta_timer = None
+        try:
             store.flush_meta()
-
-        self.conn.start_soon(flush_later)
+        except Exception:  # kept pending: the next read, write or close tries again
+            log.exception("cannot write session metadata")
 
     async def on_notification(self, method: str, params: Any) -> None:
         if method == "session/cancel":
@@ -107,6 +108,8 @@ class AcpAgent:
                 await self._methods.close_all()
         finally:
             # Also when the turns outlast the shutdown grace: metadata still written.
+            if self._meta_timer is not None:
+                self._meta_timer.cancel()  # the close below writes what is pending
             if self._runtime is not None:
                 if self._runtime.pipeline.shell is not None:
                     self._runtime.pipeline.shell.close()  # the policy watchers end with us
