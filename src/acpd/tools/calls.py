@@ -3,9 +3,16 @@
 Audit line fields: ts, session, toolCallId, tool (namespaced id), name, call (redacted
 arguments), result (redacted summary), decision (allow / ask / deny / quota_blocked /
 anomaly_blocked / not_found / invalid / skipped), answer (the user's, when asked),
-policy_hash, mode, approved_by (auto / user / rule / mode; null when the call was not
-approved), decided_by (who refused it), exit_code, truncated, error_category, error, caller_id
-(model / slash / cli), attempts, cached, duration_ms, rules_hash, shell_policy.
+policy_hash, mode, trust (the workspace's trust level under the shell policy: untrusted /
+provisional / trusted; null when no shell policy is configured), approved_by (auto / user /
+rule / mode; null when the call was not approved), decided_by (who refused it), exit_code,
+truncated, error_category, error, caller_id (model / slash / cli), attempts, cached,
+duration_ms, rules_hash, shell_policy.
+
+error_category is set for every call that ended in a `[tool_error]`: a refused or failed call,
+and a shell exit the taxonomy classifies (126, 127, "No such file or directory", "Permission
+denied", a timeout). A plain non-zero exit (a failing test run) is the command's answer, not
+a tool error: its exit_code says it and error_category stays null.
 
 policy_hash: for a bash call the shell policy's hash (the one `acpd policy check` prints), else
 the digest of the runner's own rules (enabled tools, permission rules, mode), which is also
@@ -90,9 +97,10 @@ def record_of(
 
 def audit_record(
     call: Call, spec: ToolSpec | None, session: str, record: ToolInvocationRecord,
-    err: ToolError | None, policy_hash: str,
+    err: ToolError | None, policy_hash: str, trust: str | None = None,
 ) -> dict[str, Any]:
     raw = record.result or {}
+    category = err.category.value if err is not None else raw.get("error_category")
     return {
         "ts": now_iso(),
         "session": session,
@@ -105,11 +113,12 @@ def audit_record(
         "answer": call.answer,
         "policy_hash": call.shell.policy_hash if call.shell is not None else policy_hash,
         "mode": call.mode,
+        "trust": trust,
         "approved_by": call.approved_by,
         "decided_by": call.decided_by if call.approved_by is None else None,
         "exit_code": _exit_code(spec, raw, err),
         "truncated": bool(raw.get("truncated", False)),
-        "error_category": err.category.value if err is not None else None,
+        "error_category": category if isinstance(category, str) else None,
         "error": record.error["message"] if record.error is not None else None,
         "caller_id": call.caller,
         "attempts": call.attempts,

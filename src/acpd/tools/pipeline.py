@@ -282,7 +282,10 @@ class ToolPipeline:
         record = record_of(call, spec, output, err)
         if self.audit is not None:
             policy_hash = self.policy.policy_hash(call.mode)
-            self.audit.write(audit_record(call, spec, env.session_id, record, err, policy_hash))
+            trust = self.shell.trust_for(env.cwd) if self.shell is not None else None
+            self.audit.write(
+                audit_record(call, spec, env.session_id, record, err, policy_hash, trust)
+            )
         return record
 
 

@@ -37,13 +37,16 @@ class ShellOutputEnvelope(BaseModel):
     timed_out: bool = False
     rollback: list[str] | None = None
     """Transactional shell: the paths restored after a failing exit code."""
+    error_category: str | None = None
+    """The failure's error category (126, 127, "No such file", a timeout), else absent."""
 
     def to_raw(self) -> dict[str, Any]:
         raw = self.model_dump()
         if not self.timed_out:
             del raw["timed_out"]
-        if self.rollback is None:
-            del raw["rollback"]
+        for key in ("rollback", "error_category"):
+            if raw[key] is None:
+                del raw[key]
         return raw
 
 
@@ -98,7 +101,8 @@ def shell_output(result: CommandResult, timeout: float) -> ToolOutput:
     if result.timed_out:
         category = ErrorCategory.TIMEOUT
     if category is not None:
-        notes.append(f"[error category: {category.value}]")
+        # A classified failure reaches the model as the taxonomy's block, after the output.
+        notes.append(exit_error(result, category, timeout).format_for_model())
     body = text if text.endswith("\n") or not text else text + "\n"
     envelope = ShellOutputEnvelope(
         stdout=result.output if not result.stderr else _without(result.output, result.stderr),
@@ -107,6 +111,7 @@ def shell_output(result: CommandResult, timeout: float) -> ToolOutput:
         truncated=result.truncated,
         timed_out=result.timed_out,
         rollback=result.rollback,
+        error_category=category.value if category is not None else None,
     )
     content: list[ContentItem] = [TerminalItem(result.terminal_id)] if result.terminal_id else []
     return ToolOutput(
@@ -116,6 +121,20 @@ def shell_output(result: CommandResult, timeout: float) -> ToolOutput:
         failed=result.exit_code != 0 or result.timed_out,
         body_end=len(body),  # the notes above are appended after filtering, never filtered
     )
+
+
+def exit_error(result: CommandResult, category: ErrorCategory, timeout: float) -> ToolError:
+    """The `[tool_error]` for a classified exit: the exit and the line that explains it."""
+    if result.timed_out:
+        return ToolError(category, f"the command timed out after {timeout:g} s")
+    text = result.stderr or result.output
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lowered = [line.lower() for line in lines]
+    marks = ("not found", "no such file", "permission denied", "cannot execute")
+    why = next((lines[i] for i, low in enumerate(lowered) if any(m in low for m in marks)), "")
+    why = why or (lines[-1] if lines else "")
+    message = f"exit code {result.exit_code}" + (f": {why[:300]}" if why else "")
+    return ToolError(category, message)
 
 
 def _without(output: str, stderr: str) -> str:
@@ -138,7 +157,7 @@ SPECS = [
         # The command is the call: it is logged (after the secret scan); the output is not.
         redaction=Redaction(
             frozenset({"command", "timeout"}),
-            frozenset({"exit_code", "truncated", "timed_out", "rollback"}),
+            frozenset({"exit_code", "truncated", "timed_out", "rollback", "error_category"}),
         ),
         output_model=ShellOutputEnvelope,
     ),
