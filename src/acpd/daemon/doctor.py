@@ -250,14 +250,25 @@ async def self_check(report: Report, config: str | None, model: str | None) -> N
 
 
 def describe_agent(report: Report, caps: dict[str, Any]) -> None:
+    """What the daemon's `initialize` answer states, said plainly: only what it states."""
     prompt = caps.get("promptCapabilities") or {}
     content = [k for k in ("image", "audio", "embeddedContext") if prompt.get(k)]
     sessions = sorted((caps.get("sessionCapabilities") or {}).keys())
-    mcp = [k for k, v in (caps.get("mcpCapabilities") or {}).items() if v]
     report.info("agent caps", f"loadSession={bool(caps.get('loadSession'))}; prompt content: "
-                              f"text{''.join(', ' + c for c in content)}; sessions: "
-                              f"{', '.join(['new', 'prompt', *sessions])}; MCP transports: "
-                              f"{', '.join(['stdio', *mcp])}")
+                              f"text, resource_link{''.join(', ' + c for c in content)}; "
+                              f"sessions: {', '.join(['new', 'prompt', *sessions])}")
+    report.info("MCP", mcp_statement(caps.get("mcpCapabilities") or {}))
+
+
+def mcp_statement(mcp: dict[str, Any]) -> str:
+    """acpd has no MCP client yet: the `mcpServers` an editor passes are not connected, over
+    any transport. Say so instead of listing transports (stdio has no capability flag, so an
+    answer with http and sse false says nothing about it either way)."""
+    extra = [k for k, v in mcp.items() if v]
+    if extra:  # never sent today; if a later version sends it, show what it claims
+        return f"the daemon claims MCP over {', '.join(extra)}"
+    return ("not supported yet: MCP servers the editor passes in session/new are ignored "
+            "(no MCP client; the daemon advertises no MCP transport)")
 
 
 def explain_capabilities(console: Console) -> None:
