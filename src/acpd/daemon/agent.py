@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from acpd.daemon.errors import SessionBusy
 from acpd.daemon.handshake import ClientCaps, initialize_result
 from acpd.daemon.rpc import Connection, Reply
 from acpd.protocol.errors import invalid_params, method_not_found
@@ -73,6 +74,8 @@ class AcpAgent:
         if method not in SESSION_METHODS:
             raise method_not_found(method)
         methods = self._methods or await self.session_methods()
+        if methods.stopping:
+            raise SessionBusy("acpd is stopping")
         try:
             return await methods.table[method](params)
         finally:
@@ -102,7 +105,8 @@ class AcpAgent:
         # Unknown notifications are ignored, as JSON-RPC asks.
 
     async def shutdown(self) -> None:
-        """Stdin closed: stop every turn (which kills children and releases terminals)."""
+        """Stdin closed or a stop signal, in this order: refuse new work, kill every command,
+        let the turns close their cards and write their results, then close the store."""
         try:
             if self._methods is not None:
                 await self._methods.close_all()

@@ -21,6 +21,9 @@ from acpd.daemon.config import DEFAULT_ENV_BLOCKLIST
 from acpd.tools.capabilities import CommandRequest, CommandResult, OnOutput, OnTerminal
 
 KILL_GRACE = 2.0
+"""Seconds a command's group has between SIGTERM and SIGKILL (a timeout, a cancel)."""
+STOP_KILL_GRACE = 0.5
+"""The same when the daemon stops: it must be gone within 3 s whatever its commands do."""
 STREAM_INTERVAL = 0.25
 
 QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb"}
@@ -135,6 +138,8 @@ class LocalCommandRunner:
         self, request: CommandRequest, on_terminal: OnTerminal, on_output: OnOutput
     ) -> CommandResult:
         check_cwd(request)
+        if RUNNING.stopping:
+            raise OSError("acpd is stopping: the command was not run")
         combined = TailBuffer(request.output_byte_limit)
         errors = TailBuffer(request.output_byte_limit)
         process = await anyio.open_process(
@@ -148,8 +153,11 @@ class LocalCommandRunner:
         )
         if self._track is not None:
             self._track(process)
+        RUNNING.add(process.pid)
         timed_out = False
         try:
+            if RUNNING.stopping:  # the stop came while it started: it ends at once
+                raise OSError("acpd is stopping: the command was not run")
             with anyio.move_on_after(request.timeout) as deadline:
                 async with anyio.create_task_group() as tg:
                     out_done, err_done = anyio.Event(), anyio.Event()
@@ -167,6 +175,7 @@ class LocalCommandRunner:
         finally:
             with anyio.CancelScope(shield=True):
                 await kill_group(process)
+            RUNNING.discard(process.pid)
         return CommandResult(
             output=combined.text(),
             exit_code=None if timed_out else process.returncode,
@@ -203,21 +212,56 @@ async def _stream(buffer: TailBuffer, on_output: Callable[[str], Awaitable[None]
             await on_output(buffer.text())
 
 
+class ProcessGroups:
+    """The process groups of the commands running in this daemon, so that a stop can end
+    them all at once, with its own short grace, instead of waiting for each command's."""
+
+    def __init__(self) -> None:
+        self._groups: set[int] = set()
+        self.stopping = False
+        """Set by stop(): a command started from now on is refused (and killed if it raced)."""
+
+    def add(self, pgid: int) -> None:
+        self._groups.add(pgid)
+
+    def discard(self, pgid: int) -> None:
+        self._groups.discard(pgid)
+
+    async def stop(self, grace: float = STOP_KILL_GRACE) -> None:
+        """Refuse new commands; TERM every group, KILL what is left after `grace` seconds."""
+        self.stopping = True
+        groups = list(self._groups)
+        for pgid in groups:
+            _signal_group(pgid, signal.SIGTERM)
+        await _wait_groups_gone(groups, grace)
+        for pgid in groups:
+            _signal_group(pgid, signal.SIGKILL)
+
+
+RUNNING = ProcessGroups()
+"""One per process: a daemon serves one editor, and its stop ends every command it runs."""
+
+
 async def kill_group(process: anyio.abc.Process) -> None:
-    """TERM the process group, then KILL it if anything in it is still alive after a grace."""
+    """TERM the process group, then KILL it if anything in it is still alive after a grace
+    (STOP_KILL_GRACE once the daemon is stopping)."""
     pgid = process.pid
     if not _group_alive(pgid):
         if process.returncode is None:
             await process.wait()
         return
     _signal_group(pgid, signal.SIGTERM)
-    with anyio.move_on_after(KILL_GRACE):
-        # Polling: nothing signals when the last member of a process group is gone.
-        while _group_alive(pgid):  # noqa: ASYNC110
-            await anyio.sleep(0.05)
+    await _wait_groups_gone([pgid], STOP_KILL_GRACE if RUNNING.stopping else KILL_GRACE)
     _signal_group(pgid, signal.SIGKILL)
     if process.returncode is None:
         await process.wait()
+
+
+async def _wait_groups_gone(groups: list[int], grace: float) -> None:
+    with anyio.move_on_after(grace):
+        # Polling: nothing signals when the last member of a process group is gone.
+        while any(_group_alive(pgid) for pgid in groups):  # noqa: ASYNC110
+            await anyio.sleep(0.05)
 
 
 def _group_alive(pgid: int) -> bool:

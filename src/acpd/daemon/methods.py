@@ -13,10 +13,12 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from acpd.daemon import direct, updates
 from acpd.daemon.editor import EditorFileSystem, EditorTerminalRunner
 from acpd.daemon.errors import SessionBusy, SessionNotFound
-from acpd.daemon.local import LocalCommandRunner
+from acpd.daemon.local import RUNNING, LocalCommandRunner
 from acpd.daemon.prompting import run_prompt
 from acpd.daemon.rpc import Connection, Reply
 from acpd.daemon.session import Session
@@ -38,6 +40,9 @@ MODE_NAMES = {
     "auto": ("Auto", "Tools run without asking (the shell policy still applies)."),
 }
 DIRECT = "none"
+CARD_GRACE = 1.0
+"""Seconds a stopping daemon waits, once its commands are killed, for the turns to close
+their cards and write their tool results before it closes the store."""
 
 
 class SessionMethods:
@@ -49,6 +54,8 @@ class SessionMethods:
         self.rt = rt
         self.client = client
         self.sessions: dict[str, Session] = {}
+        self.stopping = False
+        """Set when the daemon stops: no new session work starts."""
         self.table: dict[str, Callable[[Any], Awaitable[Any]]] = {
             "session/new": self.new_session,
             "session/load": self.load_session,
@@ -66,12 +73,17 @@ class SessionMethods:
         if session is not None:
             session.cancel()
 
-    async def close_all(self) -> None:
-        """Stop every turn (which kills children and releases terminals) and wait for it."""
+    async def close_all(self, grace: float = CARD_GRACE) -> None:
+        """The daemon stops: refuse new work, cancel every turn, end every local command
+        (TERM, then KILL after STOP_KILL_GRACE), then wait up to `grace` seconds for the
+        turns to close their cards and write their results (the store closes after)."""
+        self.stopping = True
         for session in list(self.sessions.values()):
             session.close()
-        for session in list(self.sessions.values()):
-            await session.idle.wait()
+        await RUNNING.stop()
+        with anyio.move_on_after(grace):
+            for session in list(self.sessions.values()):
+                await session.idle.wait()
 
     # --- sessions ----------------------------------------------------------------------------
 

@@ -21,9 +21,10 @@ Limits, so that no peer can make the daemon grow without bound or hang:
   to our own requests from being read: a deadlock when the running requests wait for them.
 - A line is capped by the decoder (`max_line_bytes`); an oversize line is answered -32600
   and skipped.
-- At stdin EOF (or `stop()`, on SIGTERM) the daemon stops its work within `eof_grace`
-  seconds, then gives the writer `flush_grace` seconds to deliver what is queued before it
-  gives up on the editor.
+- At stdin EOF (or `stop()`, on SIGTERM) the daemon stops its work (`on_eof`: commands
+  killed, cards closed, results written, store closed) within `stop_grace` seconds, gives
+  the request tasks still running `eof_grace` more, then gives the writer `flush_grace`
+  seconds to deliver what is queued before it gives up on the editor: 2.8 s at most.
 
 Nothing the peer sends raises out of `serve()`: peer faults are answered with -32700,
 -32600, -32601 or -32602 and everything else a handler raises becomes -32603 here.
@@ -55,6 +56,9 @@ log = logging.getLogger("acpd.rpc")
 DISPATCH_BATCH = 32  # frames of a pipelined burst dispatched between two checkpoints
 MAX_IN_FLIGHT = 1024
 FLUSH_GRACE = 1.0
+STOP_GRACE = 1.5
+"""The ordered stop (`on_eof`): 0.5 s from TERM to KILL, then up to 1 s to close the cards."""
+EOF_GRACE = 0.3
 SLOT_WAIT = 1.0
 
 
@@ -104,7 +108,8 @@ class Connection:
         self.on_request: RequestHandler | None = None
         self.on_notification: NotificationHandler | None = None
         self.on_eof: Callable[[], Awaitable[None]] | None = None
-        self.eof_grace = 0.8
+        self.stop_grace = STOP_GRACE
+        self.eof_grace = EOF_GRACE
         self.flush_grace = FLUSH_GRACE
         self.max_in_flight = MAX_IN_FLIGHT
         self.slot_wait = SLOT_WAIT
@@ -195,7 +200,7 @@ class Connection:
                     if self.on_eof is not None:
                         # Stop turns, kill children and release terminals, but never
                         # outlive the editor by more than the grace period.
-                        with anyio.move_on_after(self.eof_grace):
+                        with anyio.move_on_after(self.stop_grace):
                             try:
                                 await self.on_eof()
                             except Exception:

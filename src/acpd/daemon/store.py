@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import builtins
+import logging
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+log = logging.getLogger("acpd.store")
 
 SCHEMA = """
 PRAGMA foreign_keys = ON;
@@ -81,13 +84,21 @@ class SessionStore:
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
         self._db.executescript(SCHEMA)
+        self.closed = False
         self._seq: dict[str, int] = {}
         self._meta: dict[str, dict[str, Any]] = {}
         """Metadata changes not yet written (see update_meta)."""
 
     def close(self) -> None:
-        self.flush_meta()
-        self._db.close()
+        """Write what is pending and close. Later writes are dropped with a warning: a turn
+        that outlived the daemon's stop grace must not end in a traceback."""
+        if self.closed:
+            return
+        try:
+            self.flush_meta()
+        finally:
+            self.closed = True
+            self._db.close()
 
     def create(self, session_id: str, cwd: str, mode: str, model: str | None) -> None:
         self.flush_meta()
@@ -122,7 +133,7 @@ class SessionStore:
 
     def flush_meta(self) -> None:
         """Write the metadata changes kept by update_meta, in one transaction."""
-        if not self._meta:
+        if not self._meta or self.closed:
             return
         with self._db:
             for session_id, fields in self._meta.items():
@@ -205,6 +216,10 @@ class SessionStore:
         return page, _encode_cursor(page[-1]) if more else None
 
     def _append(self, table: str, session_id: str, payload: dict[str, Any]) -> None:
+        if self.closed:
+            log.warning("the session store is closed (acpd stopped): %s of %s not stored",
+                        table[:-1], session_id)
+            return
         self.flush_meta()
         seq = self._next_seq(table, session_id)
         with self._db:
