@@ -3,7 +3,9 @@
 For the transactional shell, which snapshots these before the command runs. It reuses the
 policy's parser, word computation, wrapper peeling and path grammar, so `env X=1 tee -a f`,
 `sh -c 'rm f'` and `> f` all name `f`. False negatives are acceptable (the snapshot is a
-convenience, the policy is the boundary); a target that cannot be computed sets `dynamic`.
+convenience, the policy is the boundary); a target that cannot be computed sets `dynamic`, and so
+does a directory change (`cd`, `pushd`, `popd`, `env -C`, `git -C`) the text does not pin down
+and a write command whose targets its words do not name (git, tar, patch, ...).
 """
 
 from __future__ import annotations
@@ -35,6 +37,12 @@ class WritePlan:
     dynamic: bool = False
     """Some write target could not be computed (a variable, a glob, a substitution)."""
 
+    def merge(self, other: WritePlan, *, dynamic: bool) -> None:
+        """Take a payload's plan; `dynamic`: it ran in a directory the text does not give."""
+        self.writes = self.writes or other.writes
+        self.dynamic = self.dynamic or other.dynamic or (dynamic and other.writes)
+        self.targets.extend(t for t in other.targets if t not in self.targets)
+
     def add(self, raw: str | None, cwd: str) -> None:
         if raw is None or not raw or any(c in raw for c in "*?["):
             self.dynamic = True
@@ -60,29 +68,102 @@ def _collect(source: str, cwd: str, home: str, plan: WritePlan, depth: int) -> N
     except ValueError:
         plan.dynamic = True  # cannot tell what it writes: the caller treats it as unknown
         return
-    for cmd in script.commands:
+    # Every directory the line may run a command in, first: the walk does not see in
+    # which order (or group) a redirect's command runs relative to a `cd` (tree-sitter hangs
+    # `> f` of `cd sub && echo x > f` on the whole list), so each target is computed in each.
+    dirs = _Dirs(cwd)
+    lines = [[literal(w, home) for w in cmd.words] for cmd in script.commands]
+    for words in lines:
+        if words and words[0] is not None:
+            dirs.change([w if w is not None else "\0" for w in words], home)
+    for cmd, words in zip(script.commands, lines, strict=True):
         for red in cmd.redirects:
             if red.kind != "file" or red.op in READ_REDIRECTS or red.target is None:
                 continue
             if red.op in (">&", "<&") and red.target.isdigit():
                 continue  # 2>&1 duplicates a descriptor, it names no file
             plan.writes = True
-            plan.add(literal(red.target, home), cwd)
-        words = [literal(w, home) for w in cmd.words]
+            for where in dirs.now:
+                plan.add(literal(red.target, home), where)
         if not words or words[0] is None:
             continue
         argv = [w if w is not None else "\0" for w in words]
+        if os.path.basename(argv[0]) in CD_COMMANDS:
+            continue
         res = unwrap(argv)
+        moved = _moved(argv, res.argv)
         for payload in res.payloads:
-            _collect(payload, cwd, home, plan, depth + 1)
+            inner = WritePlan()
+            for where in dirs.now:
+                _collect(payload, where, home, inner, depth + 1)
+            plan.merge(inner, dynamic=moved)
         for target in res.writes:
             plan.writes = True
-            plan.add(target, cwd)
+            for where in dirs.now:
+                plan.add(target, where)
         if not res.argv:
             continue
         name = os.path.basename(res.argv[0])
         written = path_args(name, res.argv[1:]).writes
         if name in WRITE_INDICATORS or written:
             plan.writes = True
+            if name in UNKNOWN_WRITES or moved:
+                plan.dynamic = True  # it writes, but not (only) at paths its words name
         for target in written:
-            plan.add(None if "\0" in target else target, cwd)
+            for where in dirs.now:
+                plan.add(None if "\0" in target else target, where)
+    if dirs.unknown:
+        plan.dynamic = True
+
+
+CD_COMMANDS = frozenset({"cd", "pushd", "popd", "chdir"})
+UNKNOWN_WRITES = frozenset({"git", "perl", "tar", "unzip", "patch", "rsync", "install"})
+"""Write commands whose targets their words do not name (git's work tree and .git, an
+archive's members, a patch's files): a plan that holds one cannot be complete."""
+CHDIR_OPTIONS = ("-C", "--chdir", "-D", "--directory")
+MAX_DIRS = 8
+
+
+class _Dirs:
+    """The directories a line may run its commands in. The walk does not see grouping:
+    `cd sub && x` moves the rest of the line, `(cd sub && x); y` does not. So a literal `cd`
+    adds its directory to those already possible instead of replacing them, and targets are
+    computed in each (a superset is harmless: the rollback restores only what changed). A
+    `cd` whose directory cannot be computed makes the targets unknown."""
+
+    def __init__(self, cwd: str) -> None:
+        self.now = [cwd]
+        self.unknown = False
+        self._pushed = False
+
+    def change(self, argv: list[str], home: str) -> None:
+        """Apply `argv` when it changes directory."""
+        name = os.path.basename(argv[0])
+        if name not in CD_COMMANDS:
+            return
+        args = [a for a in argv[1:] if a not in ("-L", "-P", "-e", "-@", "--")]
+        if name == "popd":
+            # Back to a directory pushed earlier on this line (already possible), or to one
+            # pushed before the command started (unknown).
+            self.unknown = self.unknown or not self._pushed
+            return
+        target = args[0] if args else (home if name != "pushd" else None)
+        relative = target is not None and not target.startswith("/")
+        if (target is None or "\0" in target or target == "-" or target.startswith("+")
+                or (relative and os.environ.get("CDPATH"))):
+            self.unknown = True  # OLDPWD, the stack, a variable, CDPATH: not from the text
+            return
+        self._pushed = self._pushed or name == "pushd"
+        moved = [os.path.normpath(os.path.join(d, target)) for d in self.now]
+        self.now = list(dict.fromkeys([*self.now, *moved]))
+        if len(self.now) > MAX_DIRS:
+            self.unknown = True
+            self.now = self.now[:MAX_DIRS]
+
+
+def _moved(argv: list[str], inner: list[str]) -> bool:
+    """A wrapper ran the command in another directory (`env -C dir`, `sudo -D dir`), or the
+    command itself takes one (`git -C`, `make -C`, `tar --directory`)."""
+    wrapper = argv[: max(0, len(argv) - len(inner))]
+    words = [*wrapper, *inner[1:]]
+    return any(w in CHDIR_OPTIONS or w.startswith(("--chdir=", "--directory=")) for w in words)

@@ -4,15 +4,20 @@ codes.
 
 A `CommandRunner` wrapper, so the editor-terminal and the local path get it alike. Targets
 come from the policy's parser (`acpd.policy.writes`); only those inside the workspace roots are
-snapshotted. Each original is copied into a private temp directory before the command runs;
-a rollback copies it next to the target and renames it over the target (atomic per path), and
-removes what the command created where nothing was. A rollback that cannot restore every path
-is a hard error, reported as such. `snapshot_required` refuses to run a write command whose
-snapshot failed (too big, unreadable, a target that cannot be computed).
+snapshotted. Directory changes count: each target is computed in every directory a `cd`/`pushd`
+on the line may lead to (a superset); when a target cannot be computed (a variable, `cd -`,
+`git -C`, a command whose targets its words do not name) nothing is snapshotted and the result
+says that no snapshot was possible, rather than claiming a rollback. Each original is copied
+into a private temp directory before the command runs; a rollback restores only the targets
+that changed (copied next to the target, renamed over it: atomic per path), removes what the
+command created where nothing was, and names exactly those paths. A rollback that cannot
+restore every path is a hard error, reported as such. `snapshot_required` refuses to run a
+write command whose snapshot failed (too big, unreadable, a target that cannot be computed).
 """
 
 from __future__ import annotations
 
+import filecmp
 import os
 import shutil
 import tempfile
@@ -48,11 +53,16 @@ class Snapshot:
     directory: str
     saved: list[tuple[str, str | None]] = field(default_factory=list)
     """(target, copy in `directory`) or (target, None) when the target did not exist."""
+    outside: list[str] = field(default_factory=list)
+    """Targets outside the workspace roots: never snapshotted, never restored."""
 
     def rollback(self) -> list[str]:
-        """Restore every target; returns them. Raises OSError when one cannot be restored."""
+        """Restore every target the command changed; returns those (a target it left as it
+        was is neither touched nor named). Raises OSError when one cannot be restored."""
         restored: list[str] = []
         for target, copy in reversed(self.saved):
+            if _same(target, copy):
+                continue
             _remove(target)  # what the command left there, even if it is now a directory
             if copy is not None:
                 staged = os.path.join(os.path.dirname(target),
@@ -74,6 +84,7 @@ def take_snapshot(targets: Sequence[str], roots: Sequence[str], limit: int) -> S
     try:
         for n, target in enumerate(targets):
             if not _inside(target, roots):
+                snap.outside.append(target)
                 continue
             if not os.path.lexists(target):
                 snap.saved.append((target, None))
@@ -127,23 +138,30 @@ class TransactionalRunner:
         try:
             result = await self.inner.run(request, on_terminal, on_output)
             if problem is not None:
-                result.notes.append(f"[no snapshot: {problem}]")
+                result.notes.append(f"[no snapshot was possible: {problem}; nothing can be "
+                                    "rolled back]")
             elif snap is not None and result.exit_code in self.settings.rollback_exit_codes:
-                try:
-                    restored = await anyio.to_thread.run_sync(snap.rollback)
-                except OSError as exc:
-                    result.notes.append(f"[ROLLBACK FAILED, files may be half restored: {exc}]")
-                    result.rollback = ["failed"]
-                else:
-                    result.rollback = restored
-                    result.notes.append(
-                        f"[rolled back after exit code {result.exit_code}: "
-                        f"{', '.join(restored) or 'nothing to restore'}]"
-                    )
+                await _roll_back(snap, result)
             return result
         finally:
             if snap is not None:
                 await anyio.to_thread.run_sync(snap.discard)
+
+
+async def _roll_back(snap: Snapshot, result: CommandResult) -> None:
+    try:
+        restored = await anyio.to_thread.run_sync(snap.rollback)
+    except OSError as exc:
+        result.notes.append(f"[ROLLBACK FAILED, files may be half restored: {exc}]")
+        result.rollback = ["failed"]
+        return
+    result.rollback = restored
+    what = ", ".join(restored) if restored else "nothing to restore: no snapshotted file changed"
+    result.notes.append(f"[rolled back after exit code {result.exit_code}: {what}]")
+    if snap.outside:
+        result.notes.append(
+            f"[outside the workspace, not snapshotted nor restored: {', '.join(snap.outside)}]"
+        )
 
 
 def _inside(path: str, roots: Sequence[str]) -> bool:
@@ -153,6 +171,30 @@ def _inside(path: str, roots: Sequence[str]) -> bool:
         if real == base or real.startswith(base.rstrip("/") + "/"):
             return True
     return False
+
+
+def _same(target: str, copy: str | None) -> bool:
+    """The target is as it was snapshotted (absent then and now, or the same content)."""
+    if copy is None:
+        return not os.path.lexists(target)
+    if not os.path.lexists(target):
+        return False
+    if os.path.islink(copy) or os.path.islink(target):
+        return (os.path.islink(copy) and os.path.islink(target)
+                and os.readlink(copy) == os.readlink(target))
+    if os.path.isdir(copy) or os.path.isdir(target):
+        if not (os.path.isdir(copy) and os.path.isdir(target)):
+            return False
+        names = sorted(os.listdir(copy))
+        if names != sorted(os.listdir(target)):
+            return False
+        return all(_same(os.path.join(target, n), os.path.join(copy, n)) for n in names)
+    try:
+        return filecmp.cmp(copy, target, shallow=False) and (
+            os.stat(copy).st_mode == os.stat(target).st_mode
+        )
+    except OSError:
+        return False
 
 
 def _size(path: str) -> int:
