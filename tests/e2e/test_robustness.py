@@ -253,10 +253,12 @@ def bad_params(method: str, cwd: str, live: str) -> st.SearchStrategy[tuple[Any,
             st.fixed_dictionaries({"cwd": not_a_string.filter(lambda v: v is not None)}),
         ).map(lambda p: (p, PARAMS))
     if method in ("session/close", "session/delete"):
+        # ACP: deleting a session that does not exist SHOULD succeed silently.
+        unknown = OK if method == "session/delete" else NOT_FOUND
         return (
             array
             | session_arg
-            | st.fixed_dictionaries({"sessionId": unknown_session}).map(lambda p: (p, NOT_FOUND))
+            | st.fixed_dictionaries({"sessionId": unknown_session}).map(lambda p: (p, unknown))
         )
     if method == "session/prompt":
         return (

@@ -18,6 +18,7 @@ import anyio
 from acpd.daemon import direct, updates
 from acpd.daemon.editor import EditorFileSystem, EditorTerminalRunner
 from acpd.daemon.errors import SessionBusy, SessionNotFound
+from acpd.daemon.interrupted import close_interrupted
 from acpd.daemon.local import RUNNING, LocalCommandRunner
 from acpd.daemon.prompting import run_prompt
 from acpd.daemon.rpc import Connection, Reply
@@ -97,19 +98,30 @@ class SessionMethods:
         session = self._open(session_id, req.cwd, rt.config.agent.default_mode, model)
         return Reply({"sessionId": session_id, **self._state(session)}, self._announce(session))
 
-    async def load_session(self, params: Any) -> Reply:
+    async def load_session(self, params: Any) -> dict[str, Any]:
+        """Replay the whole history, the commands included, and only then answer."""
         req = acp.LoadSessionRequest.model_validate(params)
-        session = self._reopen(req.session_id, req.cwd)
+        session, _ = self._reopen(req.session_id, req.cwd)
         for update in self.rt.store.updates(session.id):
             await session.send(update)
-        return Reply(self._state(session), self._announce(session))
+        await self._announce(session)()
+        return self._state(session)
 
     async def resume_session(self, params: Any) -> Reply:
         req = acp.ResumeSessionRequest.model_validate(params)
-        session = self._reopen(req.session_id, req.cwd)
-        return Reply(self._state(session), self._announce(session))
+        session, closed = self._reopen(req.session_id, req.cwd)
+        announce = self._announce(session)
 
-    def _reopen(self, session_id: str, cwd: str) -> Session:
+        async def then() -> None:
+            for update in closed:  # no replay: the editor still shows these cards open
+                await session.send(update)
+            await announce()
+
+        return Reply(self._state(session), then)
+
+    def _reopen(self, session_id: str, cwd: str) -> tuple[Session, list[dict[str, Any]]]:
+        """The stored session, live again, with what a dead daemon left open closed (see
+        daemon/interrupted.py); also the card updates that closing added."""
         store = self.rt.store
         row = store.get(session_id)
         if row is None:
@@ -122,10 +134,11 @@ class SessionMethods:
             live.close()
         if cwd != row.cwd:
             store.update_meta(session_id, cwd=cwd)
+        closed = close_interrupted(store, session_id)
         session = self._open(session_id, cwd, row.mode, row.model)
         session.title = row.title
         session.history = [Message.from_dict(m) for m in store.messages(session_id)]
-        return session
+        return session, closed
 
     async def list_sessions(self, params: Any) -> dict[str, Any]:
         req = acp.ListSessionsRequest.model_validate(params or {})
@@ -151,8 +164,8 @@ class SessionMethods:
         if live is not None:
             live.close()
             await live.idle.wait()
-        if not self.rt.store.delete(session_id) and live is None:
-            raise SessionNotFound(session_id)
+        # ACP: deleting a session that does not exist SHOULD succeed silently.
+        self.rt.store.delete(session_id)
         return {}
 
     def _live(self, session_id: str) -> Session:

@@ -182,6 +182,16 @@ class SessionStore:
     def append_message(self, session_id: str, message: dict[str, Any]) -> None:
         self._append("messages", session_id, message)
 
+    def replace_messages(self, session_id: str, messages: builtins.list[dict[str, Any]]) -> None:
+        """Rewrite a session's model history in one transaction (seq renumbered from 1)."""
+        with self._db:
+            self._db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            self._db.executemany(
+                "INSERT INTO messages VALUES (?, ?, ?)",
+                [(session_id, seq, orjson.dumps(m)) for seq, m in enumerate(messages, 1)],
+            )
+        self._seq[f"messages\0{session_id}"] = len(messages)
+
     def clear_messages(self, session_id: str) -> None:
         with self._db:
             self._db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
