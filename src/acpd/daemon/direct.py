@@ -16,6 +16,7 @@ from acpd.protocol import acp
 
 if TYPE_CHECKING:
     from acpd.daemon.session import Session
+    from acpd.tools.errors import ToolError
     from acpd.tools.pipeline import CallEnv, ToolPipeline
     from acpd.tools.spec import ToolSpec
 
@@ -72,7 +73,19 @@ async def run_slash(
     call_id = f"tc_{uuid.uuid4().hex[:20]}"
     result = await pipeline.run(call_id, spec.id, arguments, env, caller="slash")
     if result.error is not None:
-        await session.say(result.error.format_for_model())
+        await session.say(_failure(spec, result.error))
+
+
+def _failure(spec: ToolSpec, error: ToolError) -> str:
+    """What a slash command's failure says to the user who typed it (not to a model)."""
+    from acpd.tools.errors import ErrorCategory
+    from acpd.tools.pipeline import USER_DECLINED
+
+    if error.message == USER_DECLINED:
+        return f"You declined /{spec.name}: nothing ran."
+    if error.category in (ErrorCategory.INVALID_PARAMETERS, ErrorCategory.TYPE_MISMATCH):
+        return f"/{spec.name}: {error.message}\n{usage(spec)}"
+    return error.format_for_model()
 
 
 def parse_arguments(spec: ToolSpec, rest: str) -> tuple[dict[str, object], str | None]:
@@ -86,12 +99,35 @@ def parse_arguments(spec: ToolSpec, rest: str) -> tuple[dict[str, object], str |
             return {}, "JSON arguments must be an object."
         return value, None
     field = _primary_field(spec)
-    if field is None:
-        return {}, f"/{spec.name} takes JSON arguments: /{spec.name} {{...}}"
+    required = spec.input_schema().get("required", [])
+    if field is None or any(name != field for name in required):
+        # `/write b.txt hi` cannot say which words are the path and which the content.
+        return {}, usage(spec)
     if not rest:
-        required = spec.input_schema().get("required", [])
-        return ({}, f"Usage: /{spec.name} <{field}>") if field in required else ({}, None)
+        return ({}, usage(spec)) if field in required else ({}, None)
     return {field: rest}, None
+
+
+def usage(spec: ToolSpec) -> str:
+    """`Usage: /read <path>` for a tool with at most one required argument, a string; else
+    the JSON form with every required argument."""
+    schema = spec.input_schema()
+    required = [str(name) for name in schema.get("required", [])]
+    field = _primary_field(spec)
+    if field is not None and all(name == field for name in required):
+        return f"Usage: /{spec.name} <{field}>"
+    props = schema.get("properties", {})
+    example = ", ".join(
+        f'"{name}": {_placeholder(props.get(name, {}), name)}' for name in required
+    )
+    return f"Usage: /{spec.name} {{{example}}} (JSON arguments; see /tools)"
+
+
+def _placeholder(prop: dict[str, object], name: str) -> str:
+    kind = prop.get("type")
+    if kind == "string":
+        return f'"<{name}>"'
+    return f"<{kind if isinstance(kind, str) else 'value'}>"
 
 
 def _primary_field(spec: ToolSpec) -> str | None:

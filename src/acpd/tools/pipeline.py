@@ -43,6 +43,7 @@ from acpd.tools.state import SessionTools
 log = logging.getLogger("acpd.tools")
 
 TAFC_PREFIX = "_tafc_think"
+USER_DECLINED = "the user declined this call"
 __all__ = ["CallEnv", "CallObserver", "CallResult", "MemoryApprovals", "ToolPipeline", "validate"]
 
 
@@ -243,7 +244,8 @@ class ToolPipeline:
         if answer.endswith("_always"):
             env.approvals.set(key, answer == "allow_always")
         if answer.startswith("reject"):
-            err = ToolError(ErrorCategory.POLICY_BLOCKED, "the user rejected this call")
+            err = ToolError(ErrorCategory.POLICY_BLOCKED, USER_DECLINED, suggestion=(
+                "The user said no: do not retry it in another form unless they ask you to."))
             return await self._close_refused(call, spec, view, env, err, "Rejected by the user.")
         call.approved_by = "user"
         return None

@@ -17,11 +17,12 @@ import stat
 
 import anyio.to_thread
 
+from acpd.tools.errors import ToolError
 from acpd.tools.fs.atomic import remove_stale_temps, temp_name
 from acpd.tools.fs.config import FileToolsConfig
 from acpd.tools.fs.errors import blocked, failed, from_os_error
 from acpd.tools.fs.params import PathParams, SourceDestinationParams
-from acpd.tools.fs.sandbox import Entry, Sandbox, inside
+from acpd.tools.fs.sandbox import DIR_FLAGS, Entry, Sandbox, inside
 from acpd.tools.fs.syscalls import rename_noreplace
 from acpd.tools.fs.walk import SUBDIR_FLAGS, Budget, walk
 from acpd.tools.spec import ToolContext, ToolOutput
@@ -45,17 +46,25 @@ def existing(entry: Entry) -> os.stat_result:
     return st
 
 
-def _create(cfg: FileToolsConfig, ctx: ToolContext, path: str) -> str:
+def _create(cfg: FileToolsConfig, ctx: ToolContext, path: str) -> tuple[str, bool]:
+    """The directory's real path, and whether it was there already."""
     with cfg.sandbox(ctx) as sb:
-        opened = sb.make_dirs(path)
+        target = sb.locate(path)
+        try:
+            sb.resolve(target, DIR_FLAGS).close()
+            existed = True
+        except ToolError:
+            existed = False
+        opened = sb.make_dirs(target)
         opened.close()
-        return opened.real
+        return opened.real, existed
 
 
 async def create_directory(args: PathParams, ctx: ToolContext, cfg: FileToolsConfig) -> ToolOutput:
     """Create a directory and its missing parents (an existing one is fine). Raises ToolError."""
-    real = await anyio.to_thread.run_sync(_create, cfg, ctx, args.path)
-    return ToolOutput(f"Directory {args.path} exists", raw={"path": real})
+    real, existed = await anyio.to_thread.run_sync(_create, cfg, ctx, args.path)
+    said = f"Directory {args.path} already exists" if existed else f"Created directory {args.path}"
+    return ToolOutput(said, raw={"path": real, "created": not existed})
 
 
 def _delete(cfg: FileToolsConfig, ctx: ToolContext, path: str) -> str:
