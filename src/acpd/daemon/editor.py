@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -11,7 +12,13 @@ import anyio
 from acpd.daemon.errors import PeerError
 from acpd.daemon.local import QUIET_ENV, LocalFileSystem, check_cwd
 from acpd.daemon.rpc import Connection
-from acpd.tools.capabilities import CommandRequest, CommandResult, OnOutput, OnTerminal
+from acpd.tools.capabilities import (
+    CommandRequest,
+    CommandResult,
+    CommandRunner,
+    OnOutput,
+    OnTerminal,
+)
 
 log = logging.getLogger("acpd.editor")
 
@@ -74,22 +81,56 @@ class EditorFileSystem:
             raise OSError(f"the editor refused: {message}") from None
 
 
+class EditorSilent(OSError):
+    """The editor did not answer `terminal/create` in time."""
+
+
 class EditorTerminalRunner:
-    """Runs `bash -c COMMAND` in an editor terminal that the tool call embeds."""
+    """Runs `bash -c COMMAND` in an editor terminal that the tool call embeds.
+
+    An editor that advertises `terminal` but never answers `terminal/create` (within
+    `create_timeout`: `[protocol] request_timeout`, at most TERMINAL_TIMEOUT) does not fail
+    the call: it runs on the `fallback` runner (the local path, same policy), and
+    `on_silent` is told, so that the session uses the local path from then on instead of
+    waiting for the editor on every call. An editor that answers with an error is reported
+    in its own words.
+    """
 
     def __init__(
-        self, conn: Connection, session_id: str, *, poll_interval: float = POLL_INTERVAL
+        self, conn: Connection, session_id: str, *, poll_interval: float = POLL_INTERVAL,
+        fallback: CommandRunner | None = None, on_silent: Callable[[], None] | None = None,
+        create_timeout: float = TERMINAL_TIMEOUT,
     ) -> None:
         self._conn = conn
+        self._create_timeout = create_timeout
         self._session_id = session_id
         self._poll_interval = poll_interval
+        self._fallback = fallback
+        self._on_silent = on_silent
+        self._silent = False
 
     async def run(
         self, request: CommandRequest, on_terminal: OnTerminal, on_output: OnOutput
     ) -> CommandResult:
+        if self._silent and self._fallback is not None:
+            return await self._fallback.run(request, on_terminal, on_output)
+        try:
+            return await self._run(request, on_terminal, on_output)
+        except EditorSilent as exc:
+            if self._fallback is None:
+                raise
+            log.warning("%s; running the command locally for the rest of the session", exc)
+            self._silent = True
+            if self._on_silent is not None:
+                self._on_silent()
+            return await self._fallback.run(request, on_terminal, on_output)
+
+    async def _run(
+        self, request: CommandRequest, on_terminal: OnTerminal, on_output: OnOutput
+    ) -> CommandResult:
         check_cwd(request)
         env = [{"name": k, "value": v} for k, v in {**QUIET_ENV, **request.env}.items()]
-        created = await self._request(
+        created = await self._create(
             "terminal/create",
             {
                 "sessionId": self._session_id,
@@ -117,14 +158,22 @@ class EditorTerminalRunner:
         try:
             with anyio.move_on_after(request.timeout) as deadline:
                 done = anyio.Event()
+                failure: OSError | None = None
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(self._poll, terminal_id, on_output, done)
-                    exit_status = await self._conn.request(
-                        "terminal/wait_for_exit", self._ids(terminal_id), timeout=None
-                    )
+                    try:
+                        exit_status = await self._conn.request(
+                            "terminal/wait_for_exit", self._ids(terminal_id), timeout=None
+                        )
+                    except PeerError as exc:
+                        # Raised out of the task group it would reach the model and the card
+                        # as "ExceptionGroup: unhandled errors in a TaskGroup".
+                        failure = editor_failed(exc)
                     # Stop polling, but let a `terminal/output` in flight finish: cancelling
                     # it would only make the editor do the work for nothing.
                     done.set()
+                if failure is not None:
+                    raise failure
             if deadline.cancelled_caught:
                 timed_out = True
                 exit_status = await self._kill(terminal_id)
@@ -170,6 +219,16 @@ class EditorTerminalRunner:
     def _ids(self, terminal_id: str) -> dict[str, str]:
         return {"sessionId": self._session_id, "terminalId": terminal_id}
 
+    async def _create(self, method: str, params: dict[str, Any]) -> Any:
+        """`terminal/create`; raises EditorSilent when the editor does not answer in time."""
+        try:
+            return await self._conn.request(method, params, timeout=self._create_timeout)
+        except PeerError as exc:
+            if exc.error is None and not self._conn.input_closed:
+                raise EditorSilent(f"the editor did not answer {method} within "
+                                   f"{self._create_timeout:g} s") from None
+            raise editor_failed(exc) from None
+
     async def _request(
         self, method: str, params: dict[str, Any], within: float = TERMINAL_TIMEOUT
     ) -> Any:
@@ -178,7 +237,17 @@ class EditorTerminalRunner:
         try:
             return await self._conn.request(method, params, timeout=within)
         except PeerError as exc:
-            raise OSError(str(exc)) from None
+            raise editor_failed(exc) from None
+
+
+def editor_failed(exc: PeerError) -> OSError:
+    """The editor's own words, for the model and the card."""
+    if exc.error is None:
+        return OSError(f"the editor's terminal failed: {exc}")
+    said = exc.error.message
+    if exc.error.data is not None:
+        said += f" ({str(exc.error.data)[:300]})"
+    return OSError(f"the editor's terminal failed: {exc.method} answered {exc.error.code} {said}")
 
 
 def _result(terminal_id: str, output: Any, exit_status: Any, timed_out: bool) -> CommandResult:

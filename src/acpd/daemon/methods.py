@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acpd.daemon import direct, updates
-from acpd.daemon.editor import EditorFileSystem, EditorTerminalRunner
+from acpd.daemon.editor import TERMINAL_TIMEOUT, EditorFileSystem, EditorTerminalRunner
 from acpd.daemon.errors import SessionBusy, SessionNotFound
 from acpd.daemon.interrupted import close_interrupted
 from acpd.daemon.local import RUNNING, LocalCommandRunner
@@ -284,11 +284,13 @@ class SessionMethods:
     def _env(self, session: Session) -> CallEnv:
         rt, client = self.rt, self.client()
         shell = rt.config.tools.shell
-        runner: CommandRunner = (
-            EditorTerminalRunner(self.conn, session.id)
-            if client.terminal
-            else LocalCommandRunner(env_blocklist=shell.env_blocklist)
-        )
+        local = LocalCommandRunner(env_blocklist=shell.env_blocklist)
+        runner: CommandRunner = local
+        if client.terminal and session.editor_terminal:
+            runner = EditorTerminalRunner(
+                self.conn, session.id, fallback=local, on_silent=session.editor_terminal_silent,
+                create_timeout=min(TERMINAL_TIMEOUT, rt.config.protocol.request_timeout),
+            )
         if shell.transactional:
             from acpd.tools.transaction import TransactionalRunner, TransactionSettings
 

@@ -55,6 +55,8 @@ class Session:
     machine: SessionStateMachine = field(default_factory=SessionStateMachine)
     turn_scope: anyio.CancelScope | None = None
     idle: anyio.Event = field(default_factory=anyio.Event)
+    editor_terminal: bool = True
+    """False once the editor left a `terminal/create` unanswered: commands run locally."""
 
     def __post_init__(self) -> None:
         self.idle.set()
@@ -105,6 +107,9 @@ class Session:
                 self.cancel()
             return "cancelled"
         return _ANSWERS.get(str(outcome.get("optionId")), "reject_once")
+
+    def editor_terminal_silent(self) -> None:
+        self.editor_terminal = False
 
     # --- turns -------------------------------------------------------------------------------
 
