@@ -19,6 +19,8 @@ import anyio.to_thread
 
 from acpd.daemon.config import DEFAULT_ENV_BLOCKLIST
 from acpd.tools.capabilities import CommandRequest, CommandResult, OnOutput, OnTerminal
+from acpd.tools.output import live_view
+from acpd.tools.secrets import key_open_at, redact_key_remainder
 
 KILL_GRACE = 2.0
 """Seconds a command's group has between SIGTERM and SIGKILL (a timeout, a cancel)."""
@@ -102,26 +104,63 @@ def _write_atomic(path: str, content: str) -> None:
 
 
 class TailBuffer:
-    """Keeps the last `limit` bytes (None: all), like an editor terminal's outputByteLimit."""
+    """Keeps the last `limit` bytes (None: all), like an editor terminal's outputByteLimit.
+
+    The front is cut with the secret scanner in mind ("scan before cutting"): the cut moves
+    forward to a whitespace byte (within SAFE_CUT_SCAN bytes) so no credential is left with
+    its head cut off and its tail shown, and a private key whose BEGIN line was cut off is
+    remembered, so `text()` hides its remaining lines instead of showing them as plain text.
+    """
 
     def __init__(self, limit: int | None) -> None:
         self.limit = limit
         self.data = bytearray()
         self.truncated = False
+        self.total = 0
+        """Bytes ever added: grows with every chunk, whatever the cut keeps."""
+        self.key_open = False
+        """The kept text starts inside a private key whose BEGIN line was cut off."""
 
     def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
         self.data += chunk
         if self.limit is not None and len(self.data) > self.limit:
-            # Cut from the front at a character boundary: skip UTF-8 continuation bytes, so
-            # the kept text does not start with a replacement character.
-            cut = len(self.data) - self.limit
-            while cut < len(self.data) and self.data[cut] & 0xC0 == 0x80:
-                cut += 1
+            cut = _safe_cut(self.data, len(self.data) - self.limit)
+            self.key_open = _key_open_after(self.data, cut, self.key_open)
             del self.data[:cut]
             self.truncated = True
 
     def text(self) -> str:
-        return self.data.decode("utf-8", errors="replace")
+        text = self.data.decode("utf-8", errors="replace")
+        return redact_key_remainder(text) if self.key_open else text
+
+
+SAFE_CUT_SCAN = 4096
+
+
+def _safe_cut(data: bytearray, cut: int) -> int:
+    """A front cut at or after `cut`: after the next whitespace byte when there is one
+    within SAFE_CUT_SCAN bytes (never inside a word, so never inside a token), else at a
+    UTF-8 character boundary."""
+    window = bytes(data[cut : cut + SAFE_CUT_SCAN])
+    if cut > 0 and not data[cut - 1 : cut].isspace():
+        spaces = [i for i in (window.find(c) for c in b" \n\t\r") if i >= 0]
+        if spaces:
+            return cut + min(spaces) + 1
+    while cut < len(data) and data[cut] & 0xC0 == 0x80:
+        cut += 1
+    return cut
+
+
+def _key_open_after(data: bytearray, cut: int, was_open: bool) -> bool:
+    """Whether the text from `cut` on starts inside a private key, given whether the text
+    before data[0] did."""
+    head = bytes(data[: cut + 64]).decode("latin-1")  # ASCII markers; a BEGIN line may straddle
+    if key_open_at(head, cut):
+        return True
+    if was_open:
+        return "-----END " not in head[:cut]
+    return False
 
 
 class LocalCommandRunner:
@@ -204,12 +243,19 @@ async def _pump(
 
 
 async def _stream(buffer: TailBuffer, on_output: Callable[[str], Awaitable[None]]) -> None:
-    sent = 0
+    """Every STREAM_INTERVAL, the live view of the output (its bounded tail, see
+    `live_view`), only when new output changed it: a silent command sends nothing."""
+    seen = 0
+    shown: str | None = None
     while True:
         await anyio.sleep(STREAM_INTERVAL)
-        if len(buffer.data) != sent or buffer.truncated:
-            sent = len(buffer.data)
-            await on_output(buffer.text())
+        if buffer.total == seen:
+            continue
+        seen = buffer.total
+        view = live_view(buffer.text())
+        if view != shown:
+            shown = view
+            await on_output(view)
 
 
 class ProcessGroups:

@@ -157,8 +157,22 @@ async def call_model(session: Session, provider: Provider, request: ModelRequest
     finally:
         reply.text = text.finish()
         if reply.text or reply.calls:
-            session.remember(Message("assistant", reply.text, list(reply.calls)))
+            remember_reply(session, Message("assistant", reply.text, list(reply.calls)))
     return reply
+
+
+def remember_reply(session: Session, message: Message) -> None:
+    """Keep the reply as the model sent it for this process (the next request needs the real
+    arguments), but store its tool calls with credentials replaced: a token the model put in
+    a command must not rest in the session database (the card and the audit hide it too)."""
+    session.history.append(message)
+    stored = message.to_dict()
+    for call in stored["tool_calls"]:
+        call["arguments"] = updates.redact_value(call["arguments"])
+        call["raw_arguments"] = updates.redact_text(call["raw_arguments"])
+        if call["invalid_json"] is not None:
+            call["invalid_json"] = updates.redact_text(call["invalid_json"])
+    session.store.append_message(session.id, stored)
 
 
 class StreamedText:

@@ -1,22 +1,33 @@
-"""Building `session/update` payloads from the tool layer's views and the loop's events."""
+"""Building `session/update` payloads from the tool layer's views and the loop's events.
+
+A card carries what the model asked for: its title (the command) and rawInput. A credential
+in them (a token pasted into a `curl -H`) is replaced here, in the one place every card
+passes on its way to the editor, the permission prompt and the session store.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import acpd.tools.filters  # noqa: F401  (before secrets: see tools/redaction.py)
 from acpd.protocol import acp
+from acpd.tools.secrets import scan_secrets
 from acpd.tools.spec import ContentItem, DiffItem, TerminalItem, TextItem, ToolCallView
+
+SCRUBBED_TEXT_CHARS = 8192
+"""Card texts up to this long are scanned here (a refusal's reason may quote the command);
+longer ones are tool output, which the output stage has already redacted."""
 
 
 def tool_call(view: ToolCallView, *, first: bool) -> dict[str, Any]:
     fields = acp.ToolCallFields(
         tool_call_id=view.tool_call_id,
-        title=view.title,
+        title=redact_text(view.title),
         kind=view.kind,
         status=view.status,
         content=[_content(item) for item in view.content],
         locations=[acp.ToolCallLocation(path=p) for p in view.locations],
-        raw_input=view.raw_input,
+        raw_input=redact_value(view.raw_input),
         raw_output=view.raw_output,
     ).to_wire()
     return {"sessionUpdate": "tool_call" if first else "tool_call_update", **fields}
@@ -32,9 +43,25 @@ def without_terminals(update: dict[str, Any]) -> dict[str, Any]:
     return {**update, "content": kept}
 
 
+def redact_text(text: str) -> str:
+    return scan_secrets(text)[0] if text else text
+
+
+def redact_value(value: Any) -> Any:
+    """Every string inside `value` with its credentials replaced (no other change)."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: redact_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_value(v) for v in value]
+    return value
+
+
 def _content(item: ContentItem) -> acp.ToolCallContent:
     if isinstance(item, TextItem):
-        return acp.text_content(item.text)
+        text = item.text
+        return acp.text_content(redact_text(text) if len(text) <= SCRUBBED_TEXT_CHARS else text)
     if isinstance(item, DiffItem):
         return acp.DiffToolCallContent(
             path=item.path, old_text=item.old_text, new_text=item.new_text

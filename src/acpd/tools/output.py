@@ -28,7 +28,16 @@ from acpd.tools.overflow import (
     new_entry_id,
     reference,
 )
-from acpd.tools.secrets import SecretFinding, SecretScanner, scan_secrets, warning_line
+from acpd.tools.secrets import (
+    SecretFinding,
+    SecretScanner,
+    hold_point,
+    key_open_at,
+    redact_cut_key_head,
+    redact_key_remainder,
+    scan_secrets,
+    warning_line,
+)
 from acpd.tools.spec import ContentItem, TextItem, ToolOutput, ToolSpec
 
 log = logging.getLogger("acpd.tools.output")
@@ -96,8 +105,13 @@ class OutputStage:
         return self._scanner.scan(text) if self._scanner is not None else scan_secrets(text)
 
     def scrub_items(self, items: list[ContentItem]) -> list[ContentItem]:
-        """Streaming card content (live command output) with secrets replaced."""
-        return [TextItem(self.redact(i.text)[0]) if isinstance(i, TextItem) else i for i in items]
+        """Streaming card content (live command output, from either runner): its live view
+        (bounded, without a trailing word that may be a credential's first half), with
+        secrets replaced."""
+        return [
+            TextItem(self.redact(live_view(i.text))[0]) if isinstance(i, TextItem) else i
+            for i in items
+        ]
 
     def prepare(self, spec: ToolSpec, args: dict[str, Any], output: ToolOutput) -> Prepared:
         """Filter, redact and cut one output. Never raises for any output."""
@@ -105,6 +119,12 @@ class OutputStage:
         body, notes = output.text[:end], output.text[end:]
         command = _command(spec, args)
         raw = output.raw
+        if isinstance(raw, dict) and raw.get("truncated") and self._secure:
+            # Cut by a byte limit acpd did not apply (an editor terminal's): it may start
+            # inside a key whose BEGIN line went with the cut.
+            body = redact_cut_key_head(body)[0]
+            raw = {k: redact_cut_key_head(v)[0] if k in ("stdout", "stderr")
+                   and isinstance(v, str) else v for k, v in raw.items()}
         exit_code = raw.get("exit_code") if isinstance(raw, dict) else None
         core, warnings, info, whole = self._filter(spec, command, body, exit_code)
         stats = info.pop("stats", None)
@@ -196,6 +216,27 @@ class OutputStage:
         if entry_id is not None and len(text) > self.overflow.threshold:
             text = head_and_tail(text, self.overflow.threshold, reference(entry_id))
         return text
+
+
+LIVE_CHARS = 32 * 1024
+"""The most of a running command's output one streaming update carries (its tail): a
+1 MiB output is not sent again every quarter second, only its last part."""
+
+
+def live_view(text: str) -> str:
+    """What a card shows of output that is still growing: the tail (at most LIVE_CHARS,
+    from a line start where there is one), up to the trailing word, which is held back
+    until it cannot be the first half of a credential (`hold_point`). When the tail starts
+    inside a private key whose BEGIN line is before it, the key's lines are hidden."""
+    end = hold_point(text)
+    start = max(0, end - LIVE_CHARS)
+    if start > 0:
+        line = text.find("\n", start, end)
+        start = line + 1 if line >= 0 else start
+    view = text[start:end]
+    if start > 0 and key_open_at(text, start):
+        view = redact_key_remainder(view)
+    return view
 
 
 def _join(text: str, more: str) -> str:

@@ -200,6 +200,10 @@ class SecretScanner:
             text, n = _redact(pattern, text)
             if n:
                 counts[pattern.kind] = counts.get(pattern.kind, 0) + n
+        if KEY_TRIGGER in present:
+            text, n = redact_key_tails(text)
+            if n:
+                counts["private key"] = counts.get("private key", 0) + n
         return text, [SecretFinding(kind, n) for kind, n in counts.items()]
 
 
@@ -228,6 +232,102 @@ def _redact(pattern: SecretPattern, text: str) -> tuple[str, int]:
         return whole[: start - base] + placeholder + whole[end - base :]
 
     return pattern.regex.subn(replace, text)
+
+
+KEY_TRIGGER = "PRIVATE KEY"
+KEY_PLACEHOLDER = "[REDACTED:private-key]"
+_KEY_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_KEY_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_ARMOUR_LINE = re.compile(r"[A-Za-z0-9+/=]*\r?|[A-Za-z-]+: [^\n]*")
+"""A line that can be inside a key's armour: base64 (or blank), or a `Proc-Type:` header."""
+
+
+def redact_key_tails(text: str) -> tuple[str, int]:
+    """Key lines before an END line whose BEGIN is not in the text (the front was cut off by a
+    byte limit): replaced, back to the first line that cannot be armour. Linear: each END
+    line walks back over its own block only. Returns (text, blocks redacted)."""
+    out: list[str] = []
+    done = 0
+    count = 0
+    for m in _KEY_END.finditer(text):
+        start = m.start()
+        if start < done or (start > 0 and text[start - 1] != "\n"):
+            continue
+        lines_start = start
+        while lines_start > done:
+            prev = text.rfind("\n", done, lines_start - 1) + 1
+            prev = max(prev, done)
+            if not _ARMOUR_LINE.fullmatch(text, prev, lines_start - 1):
+                break
+            lines_start = prev
+        if lines_start == start:
+            continue
+        out.append(text[done:lines_start])
+        out.append(KEY_PLACEHOLDER)
+        done = m.end()
+        count += 1
+    if not count:
+        return text, 0
+    out.append(text[done:])
+    return "".join(out), count
+
+
+def key_open_at(text: str, pos: int) -> bool:
+    """Whether a private key's BEGIN line before `pos` has no END line before `pos`: text
+    from `pos` on is inside the key."""
+    begin = text.rfind("-----BEGIN ", 0, pos)
+    while begin >= 0 and not _KEY_BEGIN.match(text, begin):
+        begin = text.rfind("-----BEGIN ", 0, begin)
+    if begin < 0:
+        return False
+    return _KEY_END.search(text, begin, pos) is None
+
+
+def redact_key_remainder(text: str) -> str:
+    """`text` starts inside a private key (its BEGIN line was cut off): everything up to and
+    including the END line, or all of it, is replaced."""
+    m = _KEY_END.search(text)
+    return KEY_PLACEHOLDER + (text[m.end() :] if m else "")
+
+
+_B64 = re.compile(r"[A-Za-z0-9+/=]+")
+
+
+def redact_cut_key_head(text: str) -> tuple[str, int]:
+    """For output whose front was cut by someone else's byte limit (an editor terminal):
+    when it starts with key armour lines (a partial line, then at least two base64 lines of
+    one width between 40 and 80 characters, a PEM or OpenSSH body) and no END line ends
+    them, the BEGIN line went with the cut: the run is replaced. Returns (text, 0 or 1)."""
+    lines = text.split("\n", 1024)
+    width = len(lines[1].rstrip("\r")) if len(lines) > 2 else 0
+    if not 40 <= width <= 80 or not _B64.fullmatch(lines[0].rstrip("\r") or "A"):
+        return text, 0
+    run = 1
+    while run < len(lines) - 1 and len(lines[run].rstrip("\r")) == width and _B64.fullmatch(
+        lines[run].rstrip("\r")
+    ):
+        run += 1
+    if run < 3:
+        return text, 0
+    if _B64.fullmatch(lines[run].rstrip("\r") or "-"):
+        run += 1  # the key's last, shorter line
+    rest = "\n".join(lines[run:]) if run < len(lines) else ""
+    return KEY_PLACEHOLDER + ("\n" + rest if rest else ""), 1
+
+
+HOLD_MAX = 8192
+"""Longest trailing word a stream holds back; no credential is one word that long."""
+
+
+def hold_point(text: str) -> int:
+    """Where a text that is still growing may be shown up to: before its trailing word,
+    which may be the first part of a credential whose pattern cannot match yet (a token
+    split across two reads). All of it when it ends in whitespace."""
+    if not text or text[-1].isspace():
+        return len(text)
+    start = max(len(text) - HOLD_MAX, 0)
+    cut = max(text.rfind(c, start) for c in " \n\t\r\f\v") + 1
+    return cut if cut > 0 or start == 0 else len(text)
 
 
 def warning_line(findings: list[SecretFinding]) -> str | None:
