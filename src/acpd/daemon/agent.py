@@ -178,7 +178,7 @@ class AcpAgent:
         agent = config.agent
         limits = LoopLimits(
             agent.max_tool_iterations, agent.context_budget_tokens, agent.max_tokens,
-            agent.system_prompt,
+            agent.system_prompt, agent.max_tool_calls_per_reply,
         )
         # filters.toml is looked up beside the config file (which need not exist); both are
         # watched, and the output filters rebuilt when either changes.

@@ -33,6 +33,8 @@ class AgentConfig(Section):
     models: list[str] = Field(default_factory=list)
     """Extra choices offered in the editor's model picker."""
     max_tool_iterations: int = Field(10, ge=1, le=1000)
+    max_tool_calls_per_reply: int = Field(64, ge=1, le=100_000)
+    """Tool calls run from one model reply; the rest are dropped and the model told so."""
     context_budget_tokens: int = Field(0, ge=0)
     """0 uses the provider's context window."""
     max_tokens: int = Field(4096, ge=1)

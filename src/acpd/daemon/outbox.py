@@ -8,6 +8,10 @@ to read.
 
 - It holds `OUTBOX_SIZE` messages. When it is full, `put` waits (backpressure): a peer that
   stops reading its stdout stops being read, and stalls only itself.
+- Each sender (the task that calls `put`: one request's handler, so one session's turn)
+  may hold at most `SHARE` of those messages. A session streaming thousands of updates to
+  an editor that reads slowly waits for its own messages to drain, while every other
+  session's answers and updates still find room at once.
 - After a write it lingers: for `linger` seconds (default 100 µs) it keeps the loop polling
   instead of letting it sleep, so an answer that comes straight back is read without a
   wake-up (30-60 µs on a virtual machine, more than a request itself costs). The price is at
@@ -31,6 +35,8 @@ from acpd.daemon.stdio import ByteSender
 log = logging.getLogger("acpd.rpc")
 
 OUTBOX_SIZE = 4096
+SHARE = OUTBOX_SIZE // 4
+"""Messages one sender may have queued (its fair share of the outbox)."""
 WRITE_BATCH = 512  # messages joined into one write
 LINGER = 100e-6
 
@@ -40,6 +46,10 @@ class Outbox:
         self._writer = writer
         self._on_write_error = on_write_error
         self._queue: deque[bytes] = deque()
+        self._owners: deque[object] = deque()
+        """The sender of each queued message, in the same order."""
+        self._held: dict[object, int] = {}
+        """Messages queued per sender (only senders with at least one)."""
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self._flush_handle: asyncio.Handle | None = None
         """The flush queued for the end of this loop step, if any."""
@@ -64,8 +74,13 @@ class Outbox:
         return self._event_loop
 
     async def put(self, data: bytes) -> None:
-        """Queue one encoded message; waits while the queue is full."""
-        while len(self._queue) >= OUTBOX_SIZE and not self.closed:
+        """Queue one encoded message; waits while the queue is full or this sender holds
+        its whole share of it."""
+        owner: object = asyncio.current_task()
+        held = self._held
+        while (len(self._queue) >= OUTBOX_SIZE or held.get(owner, 0) >= SHARE) and (
+            not self.closed
+        ):
             if self._room is None:
                 self._room = anyio.Event()
             await self._room.wait()
@@ -75,6 +90,8 @@ class Outbox:
         # No checkpoint: a handler that sends an update and then returns queues both before
         # the flush runs, and they go out in one write.
         self._queue.append(data)
+        self._owners.append(owner)
+        held[owner] = held.get(owner, 0) + 1
         if self._flush_handle is None:
             self._flush_handle = self._loop.call_soon(self.flush)
 
@@ -138,16 +155,30 @@ class Outbox:
         data = queue.popleft() if count == 1 else b"".join(
             [queue.popleft() for _ in range(count)]
         )
-        if self._room is not None and len(queue) < OUTBOX_SIZE:
+        self._release(count)
+        if self._room is not None:
+            # Room in the queue or in a sender's share: the waiters check which.
             self._room.set()
             self._room = None
         return data
+
+    def _release(self, count: int) -> None:
+        owners, held = self._owners, self._held
+        for _ in range(count):
+            owner = owners.popleft()
+            left = held[owner] - 1
+            if left:
+                held[owner] = left
+            else:
+                del held[owner]
 
     def _write_error(self, exc: OSError) -> None:
         log.error("cannot write to the editor, dropping output: %s", exc)
         self.failed = True
         self._unwritten = None
         self._queue.clear()
+        self._owners.clear()
+        self._held.clear()
         if self._room is not None:
             self._room.set()
             self._room = None

@@ -4,6 +4,11 @@ Limits from the seeds: `max_tool_iterations` model rounds with tool calls, a doo
 after three rounds with identical tool output, and a stop when the estimated context passes
 80 % of the budget. Cancellation propagates out of `run_turn`; the caller answers
 `cancelled`.
+
+One session must not stall the others: a reply runs at most `max_tool_calls_per_reply` tool
+calls (the rest are dropped: kept out of the history, the model told in the last result, the
+user in one line), the loop yields to the event loop between calls, and reading a reply
+yields at least every YIELD_EVERY seconds even when the provider streams from memory.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -42,6 +48,8 @@ CHARS_PER_TOKEN = 4
 PERSIST_EVERY = 0.5
 """Streamed text is stored for replay at most this many seconds after the editor was sent it:
 a crash mid-reply loses no more than that much of what the editor showed."""
+YIELD_EVERY = 0.002
+"""Longest stretch (seconds) a reply's stream is read without letting other tasks run."""
 CANCELLED = (
     "[tool_error]\ncategory: Cancelled\nmessage: the user cancelled the turn\nretryable: false"
 )
@@ -60,12 +68,15 @@ class LoopLimits:
     context_budget_tokens: int = 0
     max_tokens: int = 4096
     system_prompt: str | None = None
+    max_tool_calls_per_reply: int = 64
 
 
 @dataclass(slots=True)
 class ModelReply:
     text: str = ""
     calls: list[ToolCallRequest] = field(default_factory=list)
+    dropped: int = 0
+    """Tool calls past max_tool_calls_per_reply: counted, not kept."""
     stop: str = "end_turn"
     input_tokens: int = 0
     output_tokens: int = 0
@@ -95,7 +106,9 @@ async def run_turn(
             )
             return "max_tokens"
         try:
-            reply = await call_model(session, provider, request)
+            reply = await call_model(
+                session, provider, request, limits.max_tool_calls_per_reply
+            )
         except ProviderError as exc:
             await session.say(f"\n[acpd] The model call failed: {exc}")
             return "end_turn"
@@ -112,9 +125,14 @@ async def run_turn(
             return "max_turn_requests"
         rounds += 1
         outputs: list[str] = []
+        note = await _announce_dropped(session, reply, limits.max_tool_calls_per_reply)
         try:
-            for call in reply.calls:
-                outputs.append(await run_call(session, pipeline, env, call))
+            for n, call in enumerate(reply.calls):
+                last = n == len(reply.calls) - 1
+                outputs.append(await run_call(session, pipeline, env, call, note if last else ""))
+                # Refused calls never wait on anything: without this, a reply full of them
+                # would hold every other session (and the policy watcher) until it is done.
+                await anyio.lowlevel.checkpoint()
         finally:
             # Providers reject a history with unanswered tool calls; a cancelled round must
             # still leave one result per call.
@@ -129,26 +147,54 @@ async def run_turn(
             return "end_turn"
 
 
-async def call_model(session: Session, provider: Provider, request: ModelRequest) -> ModelReply:
+async def _announce_dropped(session: Session, reply: ModelReply, cap: int) -> str:
+    """Tell the user, once, that calls were dropped; the note for the model's last result."""
+    if not reply.dropped:
+        return ""
+    total = len(reply.calls) + reply.dropped
+    await session.say(
+        f"\n[acpd] The model asked for {total} tool calls in one reply; the first {cap} run "
+        f"and the other {reply.dropped} were dropped (max_tool_calls_per_reply = {cap})."
+    )
+    return (
+        f"\n[acpd] Your reply asked for {total} tool calls; only the first {cap} were run "
+        f"(max_tool_calls_per_reply). The other {reply.dropped} were dropped, not run: "
+        "if you still need them, ask again in later replies, a few at a time."
+    )
+
+
+async def call_model(
+    session: Session, provider: Provider, request: ModelRequest, max_calls: int = 1 << 30
+) -> ModelReply:
     """Stream one model call to the editor and record the assistant message, even when the
     call is cancelled halfway (what was shown stays in the history). The text shown is also
-    stored for replay as it streams (see PERSIST_EVERY), not only when the reply ends."""
+    stored for replay as it streams (see PERSIST_EVERY), not only when the reply ends. Tool
+    calls past `max_calls` are counted in `dropped` and kept nowhere."""
     reply = ModelReply()
     text = StreamedText(session)
+    clock = time.perf_counter
+    yielded = clock()
     try:
         # aclosing: a cancelled turn must close the HTTP stream now, not at garbage collection.
         async with contextlib.aclosing(provider.stream(request)) as events:
             async for event in events:
-                # Sends to the editor need not yield, so check here: a cancelled turn stops
-                # at the next event even when the provider streams from memory.
-                await anyio.lowlevel.checkpoint_if_cancelled()
+                # Sends to the editor need not yield, and a provider that streams from memory
+                # never does: let the other tasks run now and then (a cancel lands there too).
+                if clock() - yielded > YIELD_EVERY:
+                    await anyio.lowlevel.checkpoint()
+                    yielded = clock()
+                else:
+                    await anyio.lowlevel.checkpoint_if_cancelled()
                 if isinstance(event, TextDelta):
                     await session.send(updates.message_chunk("agent_message_chunk", event.text))
                     text.add(event.text)
                 elif isinstance(event, ThoughtDelta):
                     await session.send(updates.message_chunk("agent_thought_chunk", event.text))
                 elif isinstance(event, ToolCallEvent):
-                    reply.calls.append(event.call)
+                    if len(reply.calls) < max_calls:
+                        reply.calls.append(event.call)
+                    else:
+                        reply.dropped += 1
                 elif isinstance(event, UsageEvent):
                     reply.input_tokens += event.input_tokens
                     reply.output_tokens += event.output_tokens
@@ -210,7 +256,8 @@ class StreamedText:
 
 
 async def run_call(
-    session: Session, pipeline: ToolPipeline, env: CallEnv, call: ToolCallRequest
+    session: Session, pipeline: ToolPipeline, env: CallEnv, call: ToolCallRequest,
+    note: str = "",
 ) -> str:
     tool_call_id = f"tc_{uuid.uuid4().hex[:20]}"
     result = await pipeline.run(
@@ -219,6 +266,7 @@ async def run_call(
     if result.name == "update_plan" and result.error is None and call.arguments:
         await session.send(updates.plan(call.arguments.get("entries", [])), persist=True)
     text = result.text if not result.skipped else "(skipped: only reasoning fields were sent)"
+    text += note
     session.remember(
         Message("tool", text, tool_call_id=call.id, is_error=result.error is not None)
     )
