@@ -17,7 +17,7 @@ import anyio
 from acpd.daemon.errors import SessionBusy
 from acpd.daemon.handshake import ClientCaps, initialize_result
 from acpd.daemon.rpc import Connection, Reply
-from acpd.protocol.errors import invalid_params, method_not_found
+from acpd.protocol.errors import internal_error, invalid_params, method_not_found
 
 if TYPE_CHECKING:
     from acpd.daemon.config import Config
@@ -51,6 +51,8 @@ class Runtime:
     pipeline: ToolPipeline
     limits: LoopLimits
     toolkit: Toolkit
+    notice: str | None = None
+    """Said once, at the first prompt (and logged at start): the data directory is unusable."""
 
 
 class AcpAgent:
@@ -147,12 +149,16 @@ class AcpAgent:
         return self._methods
 
     async def runtime(self) -> Runtime:
-        """Config, store and tools, loaded once. Raises ConfigError for a bad config."""
+        """Config, store and tools, loaded once. Raises ConfigError for a bad config, RpcError
+        (saying what) when a file it needs cannot be used."""
         if self._runtime is not None:
             return self._runtime
         async with self._runtime_lock:
             if self._runtime is None:
-                self._runtime = await anyio.to_thread.run_sync(self._load_runtime)
+                try:
+                    self._runtime = await anyio.to_thread.run_sync(self._load_runtime)
+                except OSError as exc:  # named, not "internal error": the user can fix it
+                    raise internal_error(f"acpd cannot start: {exc}") from None
                 protocol = self._runtime.config.protocol
                 self.conn.max_line_bytes = protocol.max_line_bytes
                 self.conn.outbox.linger = protocol.linger_us / 1e6
@@ -165,7 +171,7 @@ class AcpAgent:
         from pathlib import Path
 
         from acpd.daemon.config import config_path, default_data_dir, load_config
-        from acpd.daemon.store import SessionStore
+        from acpd.daemon.store import open_store
         from acpd.daemon.turn import LoopLimits
         from acpd.tools.setup import build_toolkit
 
@@ -174,7 +180,14 @@ class AcpAgent:
             overrides["protocol.max_line_bytes"] = self.options.max_line_bytes  # type: ignore[assignment]
         config = load_config(self.options.config_path, overrides)
         data_dir = Path(self.options.data_dir) if self.options.data_dir else default_data_dir()
-        store = SessionStore(data_dir / "sessions.sqlite3")
+        store, problem = open_store(data_dir)
+        notice = None
+        if problem is not None:
+            notice = (
+                f"[acpd] {problem}. Sessions are kept in memory only and are lost when acpd "
+                "stops; start acpd with --data-dir DIR to keep them."
+            )
+            log.warning("%s", notice)
         agent = config.agent
         limits = LoopLimits(
             agent.max_tool_iterations, agent.context_budget_tokens, agent.max_tokens,
@@ -190,4 +203,4 @@ class AcpAgent:
         expired = store.expire_overflow(config.tools.overflow.retention_days)
         if expired:
             log.info("expired %d stored tool outputs", expired)
-        return Runtime(config, store, toolkit.pipeline, limits, toolkit)
+        return Runtime(config, store, toolkit.pipeline, limits, toolkit, notice)

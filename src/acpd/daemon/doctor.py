@@ -109,18 +109,18 @@ def check_config(report: Report, explicit: str | None, model: str | None) -> Con
 
 def check_data_dir(report: Report, explicit: str | None) -> None:
     from acpd.daemon.config import default_data_dir
+    from acpd.daemon.store import data_dir_problem
 
     directory = Path(explicit) if explicit else default_data_dir()
     database = directory / "sessions.sqlite3"
-    if not directory.exists():
-        parent = next((p for p in directory.parents if p.exists()), Path("/"))
-        if os.access(parent, os.W_OK):
-            report.ok("data dir", f"{directory} does not exist yet (created on first session)")
-        else:
-            report.fail("data dir", f"{directory} does not exist and {parent} is not writable")
+    problem = data_dir_problem(directory)
+    if problem is not None:
+        # What `acpd serve` does then: sessions in memory only, tool calls refused.
+        report.fail("data dir", f"cannot use {directory}: {problem} (acpd would keep sessions "
+                    "in memory only and refuse tool calls it cannot audit)")
         return
-    if not directory.is_dir() or not os.access(directory, os.W_OK):
-        report.fail("data dir", f"{directory} is not a writable directory")
+    if not directory.exists():
+        report.ok("data dir", f"{directory} does not exist yet (created on first session)")
         return
     if not database.exists():
         report.ok("data dir", f"{directory} (no sessions stored yet)")

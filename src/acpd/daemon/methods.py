@@ -274,6 +274,9 @@ class SessionMethods:
             # Outside a turn an agent message would break the turn's order: it waits for
             # the next prompt of a session whose policy kept its last good version.
             await session.say(notice + "\n\n")
+        if rt.notice is not None and session.idle.is_set():
+            notice, rt.notice = rt.notice, None  # once per daemon
+            await session.say(notice + "\n\n")
         problems = rt.pipeline.output.take_warnings() if session.idle.is_set() else None
         if problems:
             # Once per daemon, where the user looks: a broken filters.toml must not go unseen.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import builtins
 import logging
+import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -58,6 +59,7 @@ CREATE INDEX IF NOT EXISTS tool_overflow_by_age ON tool_overflow (created_at);
 DAY = 86_400.0
 
 PAGE_SIZE = 50
+DB_FILE = "sessions.sqlite3"
 META_FIELDS = frozenset({"title", "mode", "model", "cwd"})
 
 
@@ -76,18 +78,67 @@ class BadCursor(ValueError):
     pass
 
 
+def data_dir_problem(directory: Path) -> str | None:
+    """Why `directory` cannot hold acpd's data (it need not exist yet), or None. Creates
+    nothing: `acpd doctor` asks too."""
+    existing = directory
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a directory"
+    if os.statvfs(existing).f_flag & os.ST_RDONLY:
+        return f"{existing} is on a read-only file system"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable (permission denied)"
+    database = directory / DB_FILE
+    if database.exists() and not os.access(database, os.R_OK | os.W_OK):
+        return f"{database} is not writable (permission denied)"
+    return None
+
+
+def open_store(directory: Path) -> tuple[SessionStore, str | None]:
+    """The store in `directory`; when that directory cannot hold it, a store in memory and
+    a message that names the directory and the cause."""
+    try:
+        return SessionStore(directory / DB_FILE), None
+    except (OSError, sqlite3.Error) as exc:
+        cause = data_dir_problem(directory) or (
+            exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        )
+        return SessionStore(None), f"cannot use the data directory {directory}: {cause}"
+
+
 class SessionStore:
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path | None) -> None:
+        """Open (creating it) the database at `path`; None keeps it in memory. Raises
+        OSError or sqlite3.Error when the file cannot be created or written."""
         self.path = path
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute("PRAGMA synchronous = NORMAL")
+        if path is None:
+            self._db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            try:
+                self._configure()
+            except sqlite3.Error:
+                self._db.close()
+                raise
         self._db.executescript(SCHEMA)
         self.closed = False
         self._seq: dict[str, int] = {}
         self._meta: dict[str, dict[str, Any]] = {}
         """Metadata changes not yet written (see update_meta)."""
+
+    def _configure(self) -> None:
+        # WAL: readers (other daemons, `acpd doctor`) never wait for a writer, and a commit
+        # costs no fsync. mmap_size 0 whatever the build's default: the database file is
+        # read with read(2), whose errors are exceptions, never SIGBUS.
+        self._db.execute("PRAGMA mmap_size = 0")
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        # Fails now, not at the first session: a database that cannot be written.
+        self._db.execute("CREATE TABLE IF NOT EXISTS _probe (x)")
+        self._db.execute("DROP TABLE _probe")
 
     def close(self) -> None:
         """Write what is pending and close. Later writes are dropped with a warning: a turn

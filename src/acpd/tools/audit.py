@@ -79,21 +79,55 @@ def inspect(path: Path) -> AuditHealth:
 class AuditLog:
     """Appends records to `path`. Thread-compatible: each record is one write(2)."""
 
-    def __init__(self, path: Path, *, fsync: bool = False) -> None:
-        """Open (creating it 0600); raises OSError when that is impossible."""
+    def __init__(self, path: Path, *, fsync: bool = False, strict: bool = False) -> None:
+        """Open (creating it 0600). When that is impossible: raises OSError if `strict`;
+        else `problem()` says why (the runner refuses every tool call meanwhile: nothing
+        runs that cannot be audited) and each write tries to open it again."""
         self.path = path
         self.fsync = fsync
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.health = inspect(path)
+        self._fd = -1
+        self._fresh_line = False
+        self.health = AuditHealth(path, False, 0, False, 0)
+        try:
+            self._open()
+        except OSError as exc:
+            if strict:
+                raise
+            log.error("cannot open the audit log %s: %s; tool calls fail until it can be "
+                      "written", path, exc.strerror or exc)
+
+    def _open(self) -> None:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.health = inspect(self.path)
         self._fd = os.open(
-            path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
+            self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
         )
         self._fresh_line = self.health.torn
         if self.health.torn:
             log.warning("%s", self.health.describe())
 
+    def problem(self) -> str | None:
+        """Why no record can be written now (the log cannot be opened), or None."""
+        if self._fd >= 0:
+            return None
+        try:
+            self._open()
+        except OSError as exc:
+            return f"cannot open the audit log {self.path}: {exc.strerror or exc}"
+        return None
+
     def write(self, record: dict[str, Any]) -> None:
-        """Append one record as a line; raises OSError (disk full, ...) to the caller."""
+        """Append one record as a line. Raises OSError (disk full, a read-only or removed
+        directory, ...) with a message that names the file and the cause."""
+        try:
+            self._write(record)
+        except OSError as exc:
+            cause = exc.strerror or str(exc)
+            raise OSError(exc.errno, f"cannot write the audit log {self.path}: {cause}") from None
+
+    def _write(self, record: dict[str, Any]) -> None:
+        if self._fd < 0:
+            self._open()
         line = orjson.dumps(record, default=str) + b"\n"
         if self._fresh_line:
             # Terminate the torn fragment: the fragment stays (never rewrite the log), but

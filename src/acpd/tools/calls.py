@@ -75,6 +75,8 @@ class Call:
     """What the output stage did: filter rule, lines in/out, secret kinds, overflow id."""
     shell: ShellDecision | None = None
     """The shell policy's decision (bash calls that reached the decision)."""
+    audit_error: str | None = None
+    """Why the audit line could not be written (the call is then reported failed)."""
 
 
 def record_of(

@@ -94,6 +94,15 @@ async def _run(
         call, spec, env, ToolOutput(shown.text, shown.raw, failed=output.failed), None
     )
     view.raw_output = shown.raw
+    if call.audit_error is not None:
+        unaudited = ToolError(
+            ErrorCategory.PERMANENT_FAILURE,
+            f"{call.audit_error}. The call ran, but its output is withheld: it could not be "
+            "audited.", suggestion="Tell the user; no tool call can succeed until the audit "
+            "log is writable again.",
+        )
+        await close_card(view, env, "failed", unaudited.message, output.content)
+        return failed_result(call, unaudited, record)
     status: CallStatus = "failed" if output.failed else "completed"
     await close_card(view, env, status, shown.card, output.content)
     text = shown.text

@@ -152,6 +152,14 @@ class ToolPipeline:
 
     def _gate(self, call: Call, spec: ToolSpec, env: CallEnv) -> ToolError | None:
         """Enabled, not blocked, within quota; the error refusing the call otherwise."""
+        unaudited = self.audit.problem() if self.audit is not None else None
+        if unaudited is not None:
+            call.decision, call.decided_by = "deny", "audit"
+            return ToolError(
+                ErrorCategory.PERMANENT_FAILURE, f"{unaudited}; acpd runs nothing it cannot "
+                "audit", suggestion="Tell the user: no tool call can run until the audit log "
+                "can be written.",
+            )
         if not self.policy.is_enabled(spec):
             call.decision, call.decided_by = "deny", "rule"
             return ToolError(
@@ -278,16 +286,22 @@ class ToolPipeline:
         """Build the redacted record and write the audit line (before the result returns).
 
         A failing audit write is not swallowed: a call that cannot be audited must not look
-        audited, so the OSError propagates and the caller reports the call as failed.
+        audited, so the failure is kept in `call.audit_error` and the call reported failed.
         """
         call.ended = time.time()
         record = record_of(call, spec, output, err)
         if self.audit is not None:
             policy_hash = self.policy.policy_hash(call.mode)
             trust = self.shell.trust_for(env.cwd) if self.shell is not None else None
-            self.audit.write(
-                audit_record(call, spec, env.session_id, record, err, policy_hash, trust)
-            )
+            try:
+                self.audit.write(
+                    audit_record(call, spec, env.session_id, record, err, policy_hash, trust)
+                )
+            except OSError as exc:
+                # Kept on the call, not raised: the card must still be closed, and the
+                # caller fails a call that ran (execution.py) with this message.
+                log.error("%s", exc.strerror or exc)
+                call.audit_error = str(exc.strerror or exc)
         return record
 
 

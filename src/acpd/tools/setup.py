@@ -51,8 +51,8 @@ def build_toolkit(
     filters.toml in `config_dir`, for the output filters' hot reload; `reload_tools` reads
     its `[tools]` again (raising ConfigError when it cannot be used).
 
-    Raises RegistrationError for a bad executor order or tool, OSError when the audit log
-    cannot be opened (a daemon that cannot audit must not run tools).
+    Raises RegistrationError for a bad executor order or tool. An audit log that cannot be
+    opened refuses every tool call, saying why (a daemon that cannot audit runs no tools).
     """
     registry = core_registry(tools.file.tools_config(), tools.executor_order)
     policy = ToolPolicy(tools.enabled, RuleSet(tools.rule_entries()))
