@@ -91,6 +91,8 @@ def data_dir_problem(directory: Path) -> str | None:
     if not os.access(existing, os.W_OK | os.X_OK):
         return f"{existing} is not writable (permission denied)"
     database = directory / DB_FILE
+    if os.path.lexists(database) and not database.is_file():
+        return f"{database} is not a regular file"
     if database.exists() and not os.access(database, os.R_OK | os.W_OK):
         return f"{database} is not writable (permission denied)"
     return None
@@ -103,7 +105,7 @@ def open_store(directory: Path) -> tuple[SessionStore, str | None]:
         return SessionStore(directory / DB_FILE), None
     except (OSError, sqlite3.Error) as exc:
         cause = data_dir_problem(directory) or (
-            exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            f"{directory / DB_FILE}: {exc.strerror if isinstance(exc, OSError) else exc}"
         )
         return SessionStore(None), f"cannot use the data directory {directory}: {cause}"
 
