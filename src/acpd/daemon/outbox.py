@@ -35,8 +35,10 @@ from acpd.daemon.stdio import ByteSender
 log = logging.getLogger("acpd.rpc")
 
 OUTBOX_SIZE = 4096
-SHARE = OUTBOX_SIZE // 4
-"""Messages one sender may have queued (its fair share of the outbox)."""
+SHARE = OUTBOX_SIZE // 16
+"""Messages one sender may have queued (its fair share of the outbox). The queue is one
+FIFO (order on the wire is order of `put`), so another session's answer waits behind at most
+this many of a busy session's messages (~0.25 MB of cards), not a full queue."""
 WRITE_BATCH = 512  # messages joined into one write
 LINGER = 100e-6
 
