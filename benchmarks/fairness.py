@@ -154,7 +154,7 @@ def reload_times(client: Client, manifest: Path, reloads: int) -> list[float]:
         start = time.perf_counter()
         os.replace(temp, manifest)
         with client.lock:
-            if not client.lock.wait_for(lambda: len(client.reloads) > seen, 10.0):
+            if not client.lock.wait_for(lambda n=seen: len(client.reloads) > n, 10.0):
                 raise TimeoutError("no _acpd/policy_reloaded within 10 s")
             samples.append(client.reloads[seen] - start)
         time.sleep(0.15)  # past the watcher's 50 ms debounce
