@@ -199,3 +199,34 @@ def test_an_audit_log_that_cannot_be_written_fails_the_call_and_closes_its_card(
         assert [f["status"] for f in finals(updates)] == ["failed"]
         assert peer.close() == 0
         assert "Traceback" not in stderr_of(peer)
+
+
+@needs_namespaces
+def test_a_data_dir_that_fills_up_mid_session_is_said_once_and_the_session_goes_on(
+    tmp_path: Path, data_dir: Path, workspace: Path
+) -> None:
+    """The data dir is a small tmpfs in the daemon's namespace; the test fills it (through
+    /proc/PID/root) between two prompts. Every store write then fails (SQLITE_FULL): the
+    prompts, a new session and the stop must still work, and the user hears it once."""
+    setup = f"mount -t tmpfs -o size=400k tmpfs {data_dir}"
+    with namespaced_daemon(data_dir, setup) as peer:
+        session_id = new_session(peer, workspace)
+        answer, _ = prompt(peer, session_id, "/status")
+        assert answer["result"] == {"stopReason": "end_turn"}
+        inside = Path(f"/proc/{peer.proc.pid}/root{data_dir}")
+        assert (inside / "sessions.sqlite3").exists()
+        with pytest.raises(OSError), (inside / "filler").open("wb") as filler:
+            for _ in range(1000):
+                filler.write(b"x" * 65536)
+                filler.flush()
+        told = []
+        for text in ("/status", "hello", "/status"):
+            answer, updates = prompt(peer, session_id, text)
+            assert answer["result"] == {"stopReason": "end_turn"}, answer
+            told.append(said(updates).count("not being saved"))
+        assert told == [1, 0, 0], told
+        second = peer.request("session/new", {"cwd": str(workspace), "mcpServers": []})
+        assert "result" in second, second
+        assert peer.close() == 0
+        log = stderr_of(peer)
+        assert "database or disk is full" in log and "Traceback" not in log, log[-3000:]

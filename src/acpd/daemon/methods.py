@@ -281,8 +281,20 @@ class SessionMethods:
         if problems:
             # Once per daemon, where the user looks: a broken filters.toml must not go unseen.
             await session.say(problems + "\n\n")
+        await self._tell_store_problem(session)
         stop = await run_prompt(session, req.prompt, rt, self._env(session))
+        await self._tell_store_problem(session)
         return {"stopReason": stop}
+
+    async def _tell_store_problem(self, session: Session) -> None:
+        """A store write failed (disk full, read-only): the user hears it once, in the
+        session at hand, before or right after its turn (never in the middle of one)."""
+        problem = self.rt.store.take_problem() if session.idle.is_set() else None
+        if problem is not None:
+            await session.say(
+                f"\n[acpd] {problem}. The session goes on, but it is not being saved until "
+                "the data directory can be written again.\n\n"
+            )
 
     def _env(self, session: Session) -> CallEnv:
         rt, client = self.rt, self.client()

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import base64
 import builtins
+import contextlib
 import logging
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,9 +129,35 @@ class SessionStore:
                 raise
         self._db.executescript(SCHEMA)
         self.closed = False
+        self.problem: str | None = None
+        """A write failure not yet told to the user (see take_problem)."""
+        self._failed: str | None = None
+        """The last write failure, until a write succeeds (each is logged once)."""
         self._seq: dict[str, int] = {}
         self._meta: dict[str, dict[str, Any]] = {}
         """Metadata changes not yet written (see update_meta)."""
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A write that the disk may refuse (full, read-only, I/O error, locked too long):
+        the error is kept in `problem` (logged and told to the user once) instead of failing
+        the request that wrote, and the next write tries again. What was not written is
+        still in memory for the live session; only its replay after a restart lacks it."""
+        try:
+            yield
+        except (sqlite3.OperationalError, sqlite3.IntegrityError) as exc:
+            # IntegrityError: a row whose session could not be created when the disk failed.
+            problem = f"cannot write to {self.path}: {exc}"
+            if problem != self._failed:
+                log.error("%s; the session goes on, but what it does is not saved", problem)
+                self._failed = self.problem = problem
+            return
+        self._failed = None
+
+    def take_problem(self) -> str | None:
+        """A write failure not yet told to the user, once."""
+        problem, self.problem = self.problem, None
+        return problem
 
     def _configure(self) -> None:
         # WAL: readers (other daemons, `acpd doctor`) never wait for a writer, and a commit
@@ -156,7 +184,7 @@ class SessionStore:
     def create(self, session_id: str, cwd: str, mode: str, model: str | None) -> None:
         self.flush_meta()
         now = time.time()
-        with self._db:
+        with self._writing(), self._db:
             self._db.execute(
                 "INSERT INTO sessions VALUES (?, ?, NULL, ?, ?, ?, ?)",
                 (session_id, cwd, mode, model, now, now),
@@ -188,21 +216,25 @@ class SessionStore:
         """Write the metadata changes kept by update_meta, in one transaction."""
         if not self._meta or self.closed:
             return
-        with self._db:
+        with self._writing(), self._db:
             for session_id, fields in self._meta.items():
                 sets = ", ".join(f"{name} = ?" for name in fields)
                 self._db.execute(
                     f"UPDATE sessions SET {sets} WHERE id = ?", (*fields.values(), session_id)
                 )
-        self._meta.clear()  # only once written: a failed flush is tried again by the next
+        if self._failed is None:  # only once written: a failed flush is tried again
+            self._meta.clear()
 
     def delete(self, session_id: str) -> bool:
         self.flush_meta()
-        with self._db:
-            cursor = self._db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        deleted = 0
+        with self._writing(), self._db:
+            deleted = self._db.execute(
+                "DELETE FROM sessions WHERE id = ?", (session_id,)
+            ).rowcount
         for table in ("updates", "messages"):
             self._seq.pop(f"{table}\0{session_id}", None)
-        return cursor.rowcount > 0
+        return deleted > 0
 
     # --- overflow (the tools get it as tools.overflow.SessionOverflow) ---------------------
 
@@ -237,16 +269,17 @@ class SessionStore:
 
     def replace_messages(self, session_id: str, messages: builtins.list[dict[str, Any]]) -> None:
         """Rewrite a session's model history in one transaction (seq renumbered from 1)."""
-        with self._db:
+        with self._writing(), self._db:
             self._db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
             self._db.executemany(
                 "INSERT INTO messages VALUES (?, ?, ?)",
                 [(session_id, seq, orjson.dumps(m)) for seq, m in enumerate(messages, 1)],
             )
-        self._seq[f"messages\0{session_id}"] = len(messages)
+        # Read again by the next append: a failed rewrite left the old rows.
+        self._seq.pop(f"messages\0{session_id}", None)
 
     def clear_messages(self, session_id: str) -> None:
-        with self._db:
+        with self._writing(), self._db:
             self._db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
 
     def updates(self, session_id: str) -> list[dict[str, Any]]:
@@ -285,7 +318,7 @@ class SessionStore:
             return
         self.flush_meta()
         seq = self._next_seq(table, session_id)
-        with self._db:
+        with self._writing(), self._db:
             self._db.execute(
                 f"INSERT INTO {table} VALUES (?, ?, ?)", (session_id, seq, orjson.dumps(payload))
             )
