@@ -171,7 +171,7 @@ def test_a_data_dir_turning_read_only_mid_session_does_not_kill_the_daemon(
         )
         assert "Read-only file system" in probe.stderr, "the directory did not turn read-only"
         for text in ("/bash echo after", "/status", "/bash echo again"):
-            answer, updates = prompt(peer, session_id, text)
+            answer, _ = prompt(peer, session_id, text)
             assert answer["result"] == {"stopReason": "end_turn"}, answer
         second = peer.request("session/new", {"cwd": str(workspace), "mcpServers": []})
         assert "result" in second, second
