@@ -7,9 +7,11 @@ initialize. Run: .venv/bin/python benchmarks/startup.py [--runs N]
 from __future__ import annotations
 
 import argparse
+import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from _common import INIT, Pipe, acpd_argv, environment, median_ms, peak_rss_mb, sdk_argv, temp_dir
 
@@ -36,6 +38,15 @@ def time_initialize(argv: list[str], runs: int) -> tuple[list[float], list[float
         rss_later.append(peak_rss_mb(pipe.proc.pid))
         pipe.close()
     return times, rss_now, rss_later
+
+
+def stack_floor(runs: int, extra: list[str]) -> float:
+    """Median peak RSS of benchmarks/stack_floor.py: the stack without acpd."""
+    script = str(Path(__file__).resolve().parent / "stack_floor.py")
+    out = [float(subprocess.run([sys.executable, script, *extra], check=True,
+                                capture_output=True, text=True).stdout)
+           for _ in range(runs)]
+    return statistics.median(out)
 
 
 def main() -> int:
@@ -68,6 +79,11 @@ def main() -> int:
     print(f"  once the runtime is loaded (config, store, tools, ACP models: what the first "
           f"session needs) acpd holds {later:.1f} MB, {'under' if later < 40 else 'over'} 40 MB; "
           f"the SDK agent holds {max(sdk_rss):.1f} MB at its answer")
+    floor, floor_plugins = stack_floor(5, []), stack_floor(5, ["--plugins"])
+    print(f"  the stack alone (benchmarks/stack_floor.py: asyncio+ssl, anyio, uvloop, orjson, "
+          f"sqlite3, pydantic and one model, watchfiles, tree-sitter, a running loop; no acpd "
+          f"code): {floor:.1f} MB ({floor_plugins:.1f} MB with pydantic's plugin finder); "
+          f"acpd's own share of the loaded runtime: {later - floor:.1f} MB")
     return 0
 
 

@@ -137,7 +137,10 @@ def serve(args: argparse.Namespace) -> int:
     import anyio
 
     from acpd.daemon.agent import ServeOptions
+    from acpd.daemon.lean import skip_pydantic_plugins
     from acpd.daemon.server import serve_stdio
+
+    skip_pydantic_plugins()  # before pydantic loads (with the runtime, right after this)
 
     options = ServeOptions(args.config, args.data_dir, args.model, args.max_line_bytes)
     backend = loop_options()
