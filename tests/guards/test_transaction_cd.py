@@ -48,6 +48,7 @@ async def run_commands(tmp_path: Path, data_dir: Path, ws: Path, *commands: str)
     "pushd sub >/dev/null && echo CHANGED > f.txt; popd >/dev/null; exit 1",
     "cd ./sub/ && sed -i s/original/CHANGED/ f.txt && exit 1",
     "bash -c 'cd sub && echo CHANGED > f.txt; exit 1'",
+    "builtin cd sub && echo CHANGED > f.txt; exit 1",
 ])
 async def test_the_changed_file_is_restored_and_only_it_is_named(
     command: str, tmp_path: Path, data_dir: Path, ws: Path
@@ -64,6 +65,7 @@ async def test_the_changed_file_is_restored_and_only_it_is_named(
     'D=sub; cd "$D" && echo CHANGED > f.txt; exit 1',
     "env -C sub sh -c 'echo CHANGED > f.txt'; exit 1",
     "cd sub; cd - >/dev/null; cd sub && echo CHANGED > f.txt; exit 1",
+    "eval 'cd sub'; echo CHANGED > f.txt; exit 1",
 ])
 async def test_unknown_targets_say_no_snapshot_was_possible(
     command: str, tmp_path: Path, data_dir: Path, ws: Path

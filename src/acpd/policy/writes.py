@@ -120,6 +120,7 @@ CD_COMMANDS = frozenset({"cd", "pushd", "popd", "chdir"})
 UNKNOWN_WRITES = frozenset({"git", "perl", "tar", "unzip", "patch", "rsync", "install"})
 """Write commands whose targets their words do not name (git's work tree and .git, an
 archive's members, a patch's files): a plan that holds one cannot be complete."""
+SAME_SHELL_CODE = frozenset({"eval", "source", "."})
 CHDIR_OPTIONS = ("-C", "--chdir", "-D", "--directory")
 MAX_DIRS = 8
 
@@ -138,7 +139,14 @@ class _Dirs:
 
     def change(self, argv: list[str], home: str) -> None:
         """Apply `argv` when it changes directory."""
+        while len(argv) > 1 and argv[0] in ("builtin", "command"):
+            argv = argv[1:]  # `builtin cd sub` is `cd sub`
         name = os.path.basename(argv[0])
+        if name in SAME_SHELL_CODE:
+            # `eval 'cd sub'`, `source env.sh`: code run in this very shell may move it.
+            if name != "eval" or any(w in CD_COMMANDS for a in argv[1:] for w in a.split()):
+                self.unknown = True
+            return
         if name not in CD_COMMANDS:
             return
         args = [a for a in argv[1:] if a not in ("-L", "-P", "-e", "-@", "--")]
