@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from tests.helpers.daemon import RawPeer, raw_daemon, write_script
 from tests.providers.fake_server import FakeLLMServer, Reply
@@ -118,3 +121,30 @@ def test_a_call_left_open_by_a_killed_daemon_is_closed_on_load(
         _, replay = collect(peer, "session/load", load)
         statuses = [u.get("status") for u in replay if u.get("toolCallId") == card]
         assert statuses.count("failed") == 1, statuses
+
+
+def test_resume_closes_the_open_card_after_its_answer(
+    tmp_path: Path, data_dir: Path, workspace: Path
+) -> None:
+    """Resume replays nothing: the editor still shows the open card, so the closing update
+    follows the answer; the history the model reads is whole too."""
+    script = write_script(tmp_path / "s.json", [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo $$ > pid.txt; sleep 30"}}]},
+        {"text": "resumed"},
+    ])
+    session_id, card = kill_mid_tool(data_dir, workspace, script)
+    with raw_daemon(data_dir, "--model", f"scripted:{script}") as peer:
+        peer.initialize()
+        resume = {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
+        answer, before = collect(peer, "session/resume", resume)
+        assert "result" in answer and not [u for u in before if u.get("toolCallId")], before
+        _, after = collect(peer, "session/list", {})  # what came between the two answers
+        closing = [u for u in after if u.get("toolCallId") == card]
+        assert [u["status"] for u in closing] == ["failed"], after
+        assert peer.close() == 0
+    db = sqlite3.connect(data_dir / "sessions.sqlite3")
+    rows = [orjson.loads(p) for (p,) in db.execute(
+        "SELECT payload FROM messages WHERE session_id = ? ORDER BY seq", (session_id,))]
+    db.close()
+    assert [m["role"] for m in rows] == ["user", "assistant", "tool"]
+    assert rows[2]["tool_call_id"] == rows[1]["tool_calls"][0]["id"] and rows[2]["is_error"]
