@@ -1,6 +1,8 @@
 """Local capabilities: files on disk and bash in a new process group.
 
 Used when the editor does not offer `fs/*` or `terminal/*`; the same policy applies either way.
+A command's process group gets SIGTERM, then SIGKILL after KILL_GRACE (timeout, cancel); when
+the daemon stops, ProcessGroups ends every group at once, SIGKILL after STOP_KILL_GRACE.
 """
 
 from __future__ import annotations
@@ -169,15 +171,18 @@ class LocalCommandRunner:
     def __init__(
         self, track: Callable[[anyio.abc.Process], None] | None = None, *,
         env_blocklist: Sequence[str] = DEFAULT_ENV_BLOCKLIST,
+        groups: ProcessGroups | None = None,
     ) -> None:
         self._track = track
         self._blocked = env_matcher(env_blocklist)
+        self._groups = groups if groups is not None else ProcessGroups()
+        """The connection's running commands, which its stop ends (see ProcessGroups)."""
 
     async def run(
         self, request: CommandRequest, on_terminal: OnTerminal, on_output: OnOutput
     ) -> CommandResult:
         check_cwd(request)
-        if RUNNING.stopping:
+        if self._groups.stopping:
             raise OSError("acpd is stopping: the command was not run")
         combined = TailBuffer(request.output_byte_limit)
         errors = TailBuffer(request.output_byte_limit)
@@ -192,10 +197,10 @@ class LocalCommandRunner:
         )
         if self._track is not None:
             self._track(process)
-        RUNNING.add(process.pid)
+        self._groups.add(process.pid)
         timed_out = False
         try:
-            if RUNNING.stopping:  # the stop came while it started: it ends at once
+            if self._groups.stopping:  # the stop came while it started: it ends at once
                 raise OSError("acpd is stopping: the command was not run")
             with anyio.move_on_after(request.timeout) as deadline:
                 async with anyio.create_task_group() as tg:
@@ -213,8 +218,8 @@ class LocalCommandRunner:
             timed_out = deadline.cancelled_caught
         finally:
             with anyio.CancelScope(shield=True):
-                await kill_group(process)
-            RUNNING.discard(process.pid)
+                await kill_group(process, self._groups.kill_grace)
+            self._groups.discard(process.pid)
         return CommandResult(
             output=combined.text(),
             exit_code=None if timed_out else process.returncode,
@@ -273,6 +278,11 @@ class ProcessGroups:
     def discard(self, pgid: int) -> None:
         self._groups.discard(pgid)
 
+    @property
+    def kill_grace(self) -> float:
+        """TERM to KILL for one command: shorter once the stop began."""
+        return STOP_KILL_GRACE if self.stopping else KILL_GRACE
+
     async def stop(self, grace: float = STOP_KILL_GRACE) -> None:
         """Refuse new commands; TERM every group, KILL what is left after `grace` seconds."""
         self.stopping = True
@@ -284,20 +294,17 @@ class ProcessGroups:
             _signal_group(pgid, signal.SIGKILL)
 
 
-RUNNING = ProcessGroups()
-"""One per process: a daemon serves one editor, and its stop ends every command it runs."""
 
-
-async def kill_group(process: anyio.abc.Process) -> None:
-    """TERM the process group, then KILL it if anything in it is still alive after a grace
-    (STOP_KILL_GRACE once the daemon is stopping)."""
+async def kill_group(process: anyio.abc.Process, grace: float = KILL_GRACE) -> None:
+    """TERM the process group, then KILL it if anything in it is still alive after
+    `grace` seconds."""
     pgid = process.pid
     if not _group_alive(pgid):
         if process.returncode is None:
             await process.wait()
         return
     _signal_group(pgid, signal.SIGTERM)
-    await _wait_groups_gone([pgid], STOP_KILL_GRACE if RUNNING.stopping else KILL_GRACE)
+    await _wait_groups_gone([pgid], grace)
     _signal_group(pgid, signal.SIGKILL)
     if process.returncode is None:
         await process.wait()

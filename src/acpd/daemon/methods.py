@@ -19,7 +19,7 @@ from acpd.daemon import direct, updates
 from acpd.daemon.editor import TERMINAL_TIMEOUT, EditorFileSystem, EditorTerminalRunner
 from acpd.daemon.errors import SessionBusy, SessionNotFound
 from acpd.daemon.interrupted import close_interrupted
-from acpd.daemon.local import RUNNING, LocalCommandRunner
+from acpd.daemon.local import LocalCommandRunner, ProcessGroups
 from acpd.daemon.prompting import run_prompt
 from acpd.daemon.rpc import Connection, Reply
 from acpd.daemon.session import Session
@@ -57,6 +57,8 @@ class SessionMethods:
         self.sessions: dict[str, Session] = {}
         self.stopping = False
         """Set when the daemon stops: no new session work starts."""
+        self.groups = ProcessGroups()
+        """The local commands running for this connection (all ended by its stop)."""
         self.table: dict[str, Callable[[Any], Awaitable[Any]]] = {
             "session/new": self.new_session,
             "session/load": self.load_session,
@@ -81,7 +83,7 @@ class SessionMethods:
         self.stopping = True
         for session in list(self.sessions.values()):
             session.close()
-        await RUNNING.stop()
+        await self.groups.stop()
         with anyio.move_on_after(grace):
             for session in list(self.sessions.values()):
                 await session.idle.wait()
@@ -299,7 +301,7 @@ class SessionMethods:
     def _env(self, session: Session) -> CallEnv:
         rt, client = self.rt, self.client()
         shell = rt.config.tools.shell
-        local = LocalCommandRunner(env_blocklist=shell.env_blocklist)
+        local = LocalCommandRunner(env_blocklist=shell.env_blocklist, groups=self.groups)
         runner: CommandRunner = local
         if client.terminal and session.editor_terminal:
             runner = EditorTerminalRunner(
