@@ -5,6 +5,12 @@ their session, deleted with it, expired on start after `retention_days`).
 What is stored is what was shown: updates are kept as sent (after redaction), minus
 transient streaming updates and terminal embeds (a replayed card must not name a terminal
 that was released long ago).
+
+Faults of the disk are not faults of the session: a data directory that cannot hold the
+store gives a store in memory and a message naming the directory and the cause
+(`open_store`); a write the disk refuses later (full, read-only, I/O error, locked too long)
+is logged and kept for the user (`take_problem`), never raised at the request that wrote.
+After `close()`, writes are dropped with a warning (a turn that outlived the stop).
 """
 
 from __future__ import annotations
