@@ -112,6 +112,8 @@ class AuditLog:
             return None
         try:
             self._open()
+        except FileExistsError as exc:  # mkdir met a file where a directory should be
+            return f"cannot open the audit log {self.path}: {exc.filename} is not a directory"
         except OSError as exc:
             return f"cannot open the audit log {self.path}: {exc.strerror or exc}"
         return None
