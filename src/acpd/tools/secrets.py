@@ -10,6 +10,13 @@ their armour, JWTs by their two base64url-JSON segments, bearer tokens and URL p
 their syntax. Git SHAs, UUIDs, integrity hashes and other base64 blobs do not match. Each
 pattern has literal triggers, all found in one Aho-Corasick pass (`SubstringSet`), so clean
 output costs one scan at memory speed and only the patterns whose trigger occurs run.
+
+Cuts and seams. Output cut by a byte limit, or still growing, can hold part of a secret that no
+pattern matches on its own: key lines whose BEGIN line was cut off (`redact_key_tails` hides
+the lines before an orphan END line, `redact_cut_key_head` armour lines at the very start of
+output someone else cut, `key_open_at`/`redact_key_remainder` a key known to start before the
+text), and a token whose second half has not arrived yet (`hold_point`: where a growing text
+may be shown up to). All are linear in the text.
 """
 
 from __future__ import annotations
