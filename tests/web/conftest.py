@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.web.server import TestCA, TestServer, serving
+from tests.web.server import CertAuthority, LoopbackServer, serving
 
 _RECORDERS: list[list[Any]] = []
 _HOOKED = False
@@ -36,12 +36,12 @@ def connects() -> Iterator[list[Any]]:
 
 
 @pytest.fixture(scope="session")
-def ca(tmp_path_factory: pytest.TempPathFactory) -> TestCA:
-    return TestCA(tmp_path_factory.mktemp("ca"))
+def ca(tmp_path_factory: pytest.TempPathFactory) -> CertAuthority:
+    return CertAuthority(tmp_path_factory.mktemp("ca"))
 
 
 @pytest.fixture
-def server(ca: TestCA) -> Iterator[TestServer]:
+def server(ca: CertAuthority) -> Iterator[LoopbackServer]:
     with serving("127.0.0.1", 0, ca.server_context()) as found:
         yield found
 
@@ -52,5 +52,5 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def ca_file(ca: TestCA) -> Path:
+def ca_file(ca: CertAuthority) -> Path:
     return Path(ca.ca_file)

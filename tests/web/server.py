@@ -29,10 +29,10 @@ PAGE = """<!doctype html><html><head><title>Test page</title><style>p{}</style><
 BOMB = gzip.compress(b"\0" * (64 << 20), compresslevel=9)
 
 
-class TestCA:
+class CertAuthority:
     def __init__(self, tmp: Any) -> None:
         self.ca = trustme.CA()
-        self.cert = self.ca.issue_cert("*.test", "site.test", "localhost", "127.0.0.1",
+        self.cert = self.ca.issue_cert("site.test", "rebind.test", "localhost", "127.0.0.1",
                                        "127.0.0.2", "127.0.0.3", "::1")
         self.ca_file = str(tmp / "ca.pem")
         self.ca.cert_pem.write_to_path(self.ca_file)
@@ -46,7 +46,7 @@ class TestCA:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: TestServer
+    server: LoopbackServer
 
     def log_message(self, format: str, *args: Any) -> None:
         return
@@ -114,7 +114,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.reply(302, "text/plain", b"", Location=to)
 
 
-class TestServer(ThreadingHTTPServer):
+class LoopbackServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, host: str, port: int, ctx: ssl.SSLContext | None) -> None:
@@ -142,8 +142,8 @@ class TestServer(ThreadingHTTPServer):
 
 @contextmanager
 def serving(host: str = "127.0.0.1", port: int = 0, ctx: ssl.SSLContext | None = None
-            ) -> Iterator[TestServer]:
-    server = TestServer(host, port, ctx)
+            ) -> Iterator[LoopbackServer]:
+    server = LoopbackServer(host, port, ctx)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                               daemon=True)
     thread.start()
