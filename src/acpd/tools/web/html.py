@@ -17,8 +17,8 @@ The walk uses an explicit stack: any nesting depth is fine.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
@@ -34,7 +34,6 @@ BLOCKS = frozenset({
     "li", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "table", "dl", "dt",
     "dd", "figure", "figcaption", "form", "fieldset", "details", "summary", "address", "hr",
 })
-_SPACES = re.compile(r"\s+")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 
@@ -46,7 +45,7 @@ def parse(html: str) -> LexborHTMLParser:
 
 def title_of(tree: LexborHTMLParser) -> str:
     node = tree.css_first("title")
-    return _SPACES.sub(" ", node.text()).strip() if node is not None else ""
+    return " ".join(node.text().split()) if node is not None else ""
 
 
 def to_markdown(tree: LexborHTMLParser, base_url: str) -> str:
@@ -54,27 +53,37 @@ def to_markdown(tree: LexborHTMLParser, base_url: str) -> str:
     if root is None:
         return ""
     writer = _Writer(base_url)
-    stack: list[tuple[LexborNode, bool]] = [(root, False)]
+    # (node, its tag, leaving?): reading `node.tag` builds a new string each time.
+    stack: list[tuple[LexborNode, str, bool]] = [(root, root.tag or "", False)]
     while stack:
-        node, leaving = stack.pop()
+        node, tag, leaving = stack.pop()
         if leaving:
-            writer.close(node)
+            writer.close(node, tag)
             continue
-        tag = node.tag or ""
         if tag == "-text":
             writer.text(node.text_content or "")
             continue
         if tag.startswith("-") or tag in SKIP:
             continue
-        writer.open(node)
-        stack.append((node, True))
-        children = list(_children(node))
-        stack.extend((child, False) for child in reversed(children))
+        writer.open(node, tag)
+        stack.append((node, tag, True))
+        children = [(child, child.tag or "", False) for child in node.iter(include_text=True)]
+        children.reverse()
+        stack.extend(children)
     return writer.result()
 
 
-def _children(node: LexborNode) -> Iterator[LexborNode]:
-    return node.iter(include_text=True)
+def collapse(text: str) -> str:
+    """Runs of whitespace as one space, an edge kept as one space (faster than a regex)."""
+    words = text.split()
+    if not words:
+        return " " if text else ""
+    joined = " ".join(words)
+    if text[0].isspace():
+        joined = " " + joined
+    if text[-1].isspace():
+        joined += " "
+    return joined
 
 
 @dataclass(slots=True)
@@ -91,15 +100,14 @@ class _Writer:
         if self.pre:
             self.parts.append(text)
             return
-        text = _SPACES.sub(" ", text)
+        text = collapse(text)
         if text.strip() or (self.parts and not self.parts[-1].endswith((" ", "\n"))):
             self.parts.append(text)
 
     def block(self, prefix: str = "") -> None:
         self.parts.append("\n\n" + prefix)
 
-    def open(self, node: LexborNode) -> None:
-        tag = node.tag or ""
+    def open(self, node: LexborNode, tag: str) -> None:
         if tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
             self.block("#" * int(tag[1]) + " ")
         elif tag == "li":
@@ -126,7 +134,7 @@ class _Writer:
         elif tag == "blockquote":
             self.block("> ")
         elif tag == "img":
-            alt = _SPACES.sub(" ", _attr(node, "alt")).strip()
+            alt = " ".join(_attr(node, "alt").split())
             if alt:
                 self.parts.append(f"[image: {alt}]")
         elif tag in ("td", "th"):
@@ -137,8 +145,7 @@ class _Writer:
         elif tag in BLOCKS:
             self.block()
 
-    def close(self, node: LexborNode) -> None:
-        tag = node.tag or ""
+    def close(self, node: LexborNode, tag: str) -> None:
         if tag == "pre":
             self.pre -= 1
             self.parts.append("\n```")
@@ -174,7 +181,7 @@ class _Writer:
     def _link(self, node: LexborNode, start: int) -> None:
         inner = "".join(self.parts[start:]).strip()
         href = _attr(node, "href").strip()
-        target = urljoin(self.base_url, href) if href else ""
+        target = _absolute(self.base_url, href) if href else ""
         if not inner or not target.lower().startswith(("http://", "https://")):
             return
         del self.parts[start:]
@@ -186,6 +193,14 @@ class _Writer:
         text = "".join(self.parts)
         lines = [line.rstrip() for line in text.split("\n")]
         return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip()
+
+
+@lru_cache(maxsize=4096)
+def _absolute(base: str, href: str) -> str:
+    """Pages repeat their links (menus, footers): each is joined once."""
+    if href.startswith(("https://", "http://")):
+        return href
+    return urljoin(base, href)
 
 
 def _attr(node: LexborNode, name: str) -> str:
@@ -200,7 +215,7 @@ def to_text(tree: LexborHTMLParser) -> str:
         return ""
     tree.strip_tags(list(SKIP))
     text = root.text(separator="\n")
-    lines = (_SPACES.sub(" ", line).strip() for line in text.split("\n"))
+    lines = (" ".join(line.split()) for line in text.split("\n"))
     return "\n".join(line for line in lines if line)
 
 
@@ -232,11 +247,11 @@ def select(tree: LexborHTMLParser, selector: str, extract: str, limit: int, base
 
 def _extract(node: LexborNode, extract: str, base_url: str) -> str | None:
     if extract == "text":
-        return _SPACES.sub(" ", node.text(separator=" ")).strip()
+        return " ".join(node.text(separator=" ").split())
     if extract == "html":
         return node.html or ""
     name = extract.removeprefix("attr:")
     value: Any = node.attributes.get(name)
     if not isinstance(value, str):
         return None
-    return urljoin(base_url, value) if name in ("href", "src") else value
+    return _absolute(base_url, value) if name in ("href", "src") else value
