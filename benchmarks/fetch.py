@@ -50,7 +50,7 @@ async def overhead(requests: int) -> None:
                 FetchSettings(allowed_ports=frozenset({server.port}), ca_file=ca.ca_file),
                 NetHooks((ipaddress.ip_network("127.0.0.1/32"),)),
             )
-            ctx = fetcher.ssl_context()
+            ctx = await fetcher.ssl_context()
             ours: list[float] = []
             plain: list[float] = []
             async with httpx.AsyncClient(verify=ctx, trust_env=False) as client:

@@ -45,6 +45,11 @@ LITERALS = [
     "https://[fd00::1]/", "https://[fec0::1]/", "https://[ff02::1]/", "https://localhost/",
     "https://LOCALHOST./", "https://api.localhost/", "https://ip6-localhost/",
     "https://1.2.3.4.5/", "https://example.123/", "https://256.0.0.1/", "https://08.8.8.8/",
+    # Unicode that IDNA maps to ASCII digits, dots or names: judged after the mapping.
+    "https://\u2460\u2461\u2466.0.0.1/", "https://\uff11\uff12\uff17.\uff10.\uff10.\uff11/",
+    "https://127\u30020\u30020\u30021/", "https://\u24db\u24de\u24d2\u24d0\u24db\u24d7"
+    "\u24de\u24e2\u24e3/", "https://2130706433./", "https://0X7F.1/",
+    "https://%31%32%37.0.0.1/", "https://127.0.0.1%2f/", "https://[::1]x/",
 ]
 BAD_URLS = [
     "http://8.8.8.8/", "ftp://example.com/", "file:///etc/passwd", "gopher://x/",

@@ -18,7 +18,7 @@ from acpd.daemon.errors import ConfigError
 from acpd.protocol.framing import DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:
-    from acpd.net.client import FetchSettings
+    from acpd.net.settings import FetchSettings
     from acpd.tools.fs import FileToolsConfig
 
 MAX_CONFIG_BYTES = 1 << 20
@@ -250,7 +250,7 @@ class WebConfig(Section):
         return value
 
     def fetch_settings(self) -> FetchSettings:
-        from acpd.net.client import FetchSettings
+        from acpd.net.settings import FetchSettings
 
         return FetchSettings(
             self.timeout_secs, self.max_body_bytes, frozenset(self.allowed_ports),

@@ -20,13 +20,11 @@ allow plain http; they accept loopback networks only, so no hook opens a real ne
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import zlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from ipaddress import IPv4Network, IPv6Network, ip_network
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urljoin
 
@@ -35,6 +33,7 @@ import anyio.to_thread
 
 from acpd.net.addresses import BlockedHost, IPAddress, check_address, parse_ip
 from acpd.net.backend import PinnedBackend
+from acpd.net.settings import FetchSettings, NetHooks
 from acpd.net.urls import Target, parse_target
 from acpd.tools.errors import ErrorCategory, ToolError, classify_exception, http_error
 
@@ -44,66 +43,9 @@ if TYPE_CHECKING:
     import httpcore
 
 log = logging.getLogger("acpd.net")
+__all__ = ["FetchResult", "FetchSettings", "NetHooks", "SafeFetcher", "blocked"]
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
-HOOKS_ENV = "ACPD_TEST_NET_HOOKS"
-LOOPBACK = (IPv4Network("127.0.0.0/8"), IPv6Network("::1/128"))
-Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
-
-
-@dataclass(frozen=True, slots=True)
-class FetchSettings:
-    timeout: float = 30.0
-    """Seconds for the whole fetch, redirects included."""
-    max_body_bytes: int = 2 * 1024 * 1024
-    allowed_ports: frozenset[int] = frozenset({443})
-    max_redirects: int = 3
-    user_agent: str = "acpd-fetch/0.1"
-    ca_file: str | None = None
-    """Extra trusted CA certificates (PEM), besides the certifi bundle."""
-
-
-@dataclass(frozen=True, slots=True)
-class NetHooks:
-    """Test-only loosening. `public`: loopback networks to count as public; `resolver`:
-    answers instead of getaddrinfo; `allow_http`: plain http (to such addresses only, since
-    nothing else passes the check); `on_connect(ip, port)`: told before every connect."""
-
-    public: tuple[IPv4Network | IPv6Network, ...] = ()
-    resolver: Resolver | None = None
-    allow_http: bool = False
-    on_connect: Callable[[str, int], None] | None = None
-
-    def __post_init__(self) -> None:
-        for net in self.public:
-            if not any(net.version == lo.version and net.subnet_of(lo)  # type: ignore[arg-type]
-                       for lo in LOOPBACK):
-                raise ValueError(f"test hooks may only mark loopback networks public, not {net}")
-
-    def counts_public(self, address: IPAddress) -> bool:
-        return any(address in net for net in self.public)
-
-    @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> NetHooks | None:
-        """`ACPD_TEST_NET_HOOKS={"public": ["127.0.0.0/8"], "hosts": {"a.test": ["127.0.0.1"]},
-        "allow_http": false}`, for end-to-end tests of the daemon; None when unset. Raises
-        ValueError for a malformed value (a test must not silently run without its hooks)."""
-        import json
-
-        raw = (environ if environ is not None else os.environ).get(HOOKS_ENV)
-        if not raw:
-            return None
-        data = json.loads(raw)
-        hosts: dict[str, list[str]] = {k.lower(): list(v) for k, v in data.get("hosts", {}).items()}
-
-        async def resolve(host: str, port: int) -> Sequence[str]:
-            if host in hosts:
-                return hosts[host]
-            raise OSError(f"test hooks: no answer for {host}")
-
-        log.warning("network test hooks are active (%s): fetch loopback test servers", HOOKS_ENV)
-        return cls(tuple(ip_network(n) for n in data.get("public", [])),
-                   resolve, bool(data.get("allow_http", False)))
 
 
 @dataclass(slots=True)
@@ -233,7 +175,7 @@ class SafeFetcher:
             "timeout": {"connect": t, "read": t, "write": t, "pool": t},
             "sni_hostname": target.hostname,
         }
-        ctx = self.ssl_context() if target.scheme == "https" else None
+        ctx = await self.ssl_context() if target.scheme == "https" else None
         try:
             async with httpcore.AsyncConnectionPool(
                 ssl_context=ctx, network_backend=cast(Any, backend), max_connections=1,
@@ -273,18 +215,26 @@ class SafeFetcher:
                 return body[:limit], True
         return b"".join(chunks), False
 
-    def ssl_context(self) -> ssl.SSLContext:
-        """Certificates verified on the host name (certifi's bundle, plus `ca_file`)."""
+    async def ssl_context(self) -> ssl.SSLContext:
+        """Certificates verified on the host name (certifi's bundle, plus `ca_file`); built
+        once, off the event loop (loading the bundle takes tens of milliseconds)."""
         if self._ssl is None:
-            import ssl
-
-            import certifi
-
-            ctx = ssl.create_default_context(cafile=certifi.where())
-            if self.settings.ca_file:
-                ctx.load_verify_locations(cafile=self.settings.ca_file)
-            self._ssl = ctx
+            self._ssl = await anyio.to_thread.run_sync(self._build_ssl)
         return self._ssl
+
+    def _build_ssl(self) -> ssl.SSLContext:
+        import ssl
+
+        import certifi
+
+        ctx = ssl.create_default_context(cafile=certifi.where())
+        if self.settings.ca_file:
+            try:
+                ctx.load_verify_locations(cafile=self.settings.ca_file)
+            except (OSError, ssl.SSLError) as exc:
+                raise ToolError(ErrorCategory.PERMANENT_FAILURE,
+                                f"[tools.web] ca_file cannot be used: {exc}") from None
+        return ctx
 
 
 def _is_tls(exc: BaseException) -> bool:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from acpd.tools.registry import ToolRegistry, ToolSource
 
 if TYPE_CHECKING:
-    from acpd.net.client import FetchSettings
+    from acpd.net.settings import FetchSettings
     from acpd.tools.fs import FileToolsConfig
 
 DEFAULT_ORDER = ("file", "shell", "plan")

@@ -9,14 +9,15 @@ refusals are PolicyBlocked errors starting "blocked url" or "blocked address".
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
-from acpd.net.client import FetchResult, FetchSettings, NetHooks, SafeFetcher
+from acpd.net.settings import FetchSettings, NetHooks
 from acpd.tools.spec import Effect, ToolContext, ToolOutput, ToolSpec, redaction
-from acpd.tools.web.page import ACCEPT, render, scrape
+
+if TYPE_CHECKING:
+    from acpd.net.client import FetchResult, SafeFetcher
 
 log = logging.getLogger("acpd.tools")
 
@@ -60,12 +61,26 @@ def _truncation_note(result: FetchResult, limit: int) -> str:
 
 
 class WebTools:
-    """The two executors, sharing one fetcher (and its TLS context)."""
+    """The two executors, sharing one fetcher (and its TLS context), made on first use: the
+    client, the parser and the TLS stack are not imported at start-up."""
 
     def __init__(self, settings: FetchSettings, hooks: NetHooks | None) -> None:
-        self.fetcher = SafeFetcher(settings, hooks)
+        self.settings, self.hooks = settings, hooks
+        self._fetcher: SafeFetcher | None = None
+
+    @property
+    def fetcher(self) -> SafeFetcher:
+        if self._fetcher is None:
+            from acpd.net.client import SafeFetcher
+
+            self._fetcher = SafeFetcher(self.settings, self.hooks)
+        return self._fetcher
 
     async def fetch(self, args: FetchParams, ctx: ToolContext) -> ToolOutput:
+        import anyio.to_thread
+
+        from acpd.tools.web.page import ACCEPT, render
+
         result = await self.fetcher.get(args.url, ACCEPT)
         page = await anyio.to_thread.run_sync(render, result, args.format)
         head = [f"# {page.title}"] if page.title else []
@@ -77,6 +92,10 @@ class WebTools:
         return ToolOutput(body + note, raw=_summary(result), body_end=len(body))
 
     async def web_scrape(self, args: ScrapeParams, ctx: ToolContext) -> ToolOutput:
+        import anyio.to_thread
+
+        from acpd.tools.web.page import ACCEPT, scrape
+
         result = await self.fetcher.get(args.url, ACCEPT)
         found, count = await anyio.to_thread.run_sync(
             scrape, result, args.selector, args.extract, args.limit)
