@@ -64,9 +64,9 @@ async def test_the_daemon_fetches_for_the_model_and_refuses_internal_targets(
         assert "# Hello" in json.dumps(finals[0])
         assert "blocked address: 169.254.169.254 (link-local)" in json.dumps(finals[1])
         assert "[2] two" in json.dumps(finals[2])
-        # ask mode: each call was put to the user (the client allowed them once); the SSRF
-        # wall refuses after that, whatever the user answered.
-        assert len(client.calls("session/request_permission")) == 3
+        # ask mode: the two calls that could run were put to the user (the client allowed
+        # them once); the internal address was refused before anyone was asked.
+        assert len(client.calls("session/request_permission")) == 2
     assert server.connections == 2
 
 

@@ -119,6 +119,32 @@ async def test_allow_network_false_denies_before_anything(
     assert server.connections == 0
 
 
+async def test_urls_refused_without_io_are_refused_before_the_policy_and_the_user(
+    tmp_path: Path, server: LoopbackServer, ca: CertAuthority, connects: list[Any]
+) -> None:
+    rig = Rig(tmp_path, server, ca, allow_network=False, mode="ask", answers=["allow_once"])
+    for url in ("https://127.0.0.1/", "https://0x7f.1/", "http://site.test/",
+                "https://u@site.test/", f"https://[fd00::1]:{server.port}/"):
+        result = await rig.call("fetch", url=url)
+        assert result.error is not None
+        assert result.error.message.startswith(("blocked url", "blocked address"))
+    assert rig.observer.asked == [] and connects == []
+    # A name needs a DNS query: that waits for the policy (here: allow_network = false).
+    named = await rig.call("fetch", url=f"https://inside.test:{server.port}/")
+    assert named.error is not None and "allow_network = false" in named.error.message
+    assert [line["decision"] for line in rig.audit()] == ["deny"] * 6
+
+
+async def test_a_name_is_judged_after_the_user_allowed_the_call(
+    tmp_path: Path, server: LoopbackServer, ca: CertAuthority, connects: list[Any]
+) -> None:
+    rig = Rig(tmp_path, server, ca, mode="ask", answers=["allow_once"])
+    result = await rig.call("fetch", url=f"https://inside.test:{server.port}/")
+    assert result.error is not None
+    assert result.error.message == "blocked address: inside.test resolves to 192.168.7.7 (private)"
+    assert len(rig.observer.asked) == 1 and connects == []
+
+
 @pytest.mark.parametrize(("mode", "answers", "runs", "asked"), [
     ("read-only", [], False, False),
     ("ask", ["reject_once"], False, True),

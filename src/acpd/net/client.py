@@ -34,7 +34,8 @@ import anyio.to_thread
 from acpd.net.addresses import BlockedHost, IPAddress, check_address, parse_ip
 from acpd.net.backend import PinnedBackend
 from acpd.net.settings import FetchSettings, NetHooks
-from acpd.net.urls import Target, parse_target
+from acpd.net.static import check_static
+from acpd.net.urls import Target
 from acpd.tools.errors import ErrorCategory, ToolError, classify_exception, http_error
 
 if TYPE_CHECKING:
@@ -86,10 +87,8 @@ class SafeFetcher:
         ToolError: PolicyBlocked for a refused URL or address, NetworkError when the name
         does not resolve. Connects nowhere."""
         try:
-            target = parse_target(url, self.settings.allowed_ports,
-                                  allow_http=self.hooks.allow_http)
+            target = check_static(url, self.settings, self.hooks)
             if target.address is not None:
-                self._check(target.address, str(target.address))
                 return target, [target.address]
             answers = await self._resolve(target.hostname, target.port)
             for address in answers:

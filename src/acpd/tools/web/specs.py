@@ -9,6 +9,7 @@ refusals are PolicyBlocked errors starting "blocked url" or "blocked address".
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -108,6 +109,19 @@ class WebTools:
         return ToolOutput(body + note, raw=raw, body_end=len(body))
 
 
+def _precheck(settings: FetchSettings, hooks: NetHooks | None) -> Callable[[Any], None]:
+    def precheck(args: FetchParams | ScrapeParams) -> None:
+        from acpd.net.static import BlockedHost, check_static
+        from acpd.tools.errors import ErrorCategory, ToolError
+
+        try:
+            check_static(args.url, settings, hooks)
+        except BlockedHost as exc:
+            raise ToolError(ErrorCategory.POLICY_BLOCKED, str(exc)) from None
+
+    return precheck
+
+
 def _hooks_from_env() -> NetHooks | None:
     try:
         return NetHooks.from_env()
@@ -119,8 +133,10 @@ def _hooks_from_env() -> NetHooks | None:
 def make_web_specs(settings: FetchSettings | None = None, hooks: NetHooks | None = None
                    ) -> list[ToolSpec]:
     """The two web tools; `hooks` (tests) default to those of ACPD_TEST_NET_HOOKS, if set."""
-    tools = WebTools(settings or FetchSettings(), hooks if hooks is not None else
-                     _hooks_from_env())
+    settings = settings or FetchSettings()
+    hooks = hooks if hooks is not None else _hooks_from_env()
+    tools = WebTools(settings, hooks)
+    precheck = _precheck(settings, hooks)
     logged = redaction(("url", "format", "selector", "extract", "limit"), LOGGED_RESULT)
     return [
         ToolSpec(
@@ -129,7 +145,7 @@ def make_web_specs(settings: FetchSettings | None = None, hooks: NetHooks | None
             "text). Internal and private addresses are refused.",
             params=FetchParams, effect=Effect.EXTERNAL_SIDE_EFFECT, kind="fetch",
             execute=tools.fetch, title=lambda a: f"Fetch {a.url}", redaction=logged,
-            retry_safe=True, network=True,
+            retry_safe=True, network=True, precheck=precheck,
         ),
         ToolSpec(
             id="core__web_scrape", name="web_scrape",
@@ -137,6 +153,6 @@ def make_web_specs(settings: FetchSettings | None = None, hooks: NetHooks | None
             "text, html, or an attribute (attr:href).",
             params=ScrapeParams, effect=Effect.EXTERNAL_SIDE_EFFECT, kind="fetch",
             execute=tools.web_scrape, title=lambda a: f"Scrape {a.selector} from {a.url}",
-            redaction=logged, retry_safe=True, network=True,
+            redaction=logged, retry_safe=True, network=True, precheck=precheck,
         ),
     ]
