@@ -189,6 +189,19 @@ async def test_plain_http_needs_the_hook_even_on_loopback(ca: CertAuthority) -> 
                                                        allow_http=True))
         assert (await allowed.get(url)).body == b"plain text body"
         assert plain.connections == 1
+        # Even with the hook, http to an address that passes the real rules is refused.
+        for public in ("http://8.8.8.8/", "http://dns.test/"):
+            hooked = SafeFetcher(FetchSettings(allowed_ports=frozenset({80})), NetHooks(
+                fetch.hooks.public, _answer("8.8.8.8"), allow_http=True))
+            err = await failure(hooked, public)
+            assert err.message == "blocked url: plain http is for loopback test servers only"
+
+
+def _answer(address: str) -> Any:
+    async def resolve(host: str, port: int) -> list[str]:
+        return [address]
+
+    return resolve
 
 
 async def test_fetches_run_concurrently(server: LoopbackServer, ca: CertAuthority) -> None:

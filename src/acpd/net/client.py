@@ -93,6 +93,8 @@ class SafeFetcher:
             answers = await self._resolve(target.hostname, target.port)
             for address in answers:
                 self._check(address, target.hostname)
+            if target.scheme == "http" and not all(map(self.hooks.counts_public, answers)):
+                raise BlockedHost("blocked url: plain http is for loopback test servers only")
         except BlockedHost as exc:
             raise blocked(exc) from None
         return target, answers

@@ -38,8 +38,8 @@ class FetchSettings:
 @dataclass(frozen=True, slots=True)
 class NetHooks:
     """Test-only loosening. `public`: loopback networks to count as public; `resolver`:
-    answers instead of getaddrinfo; `allow_http`: plain http (to such addresses only, since
-    nothing else passes the check); `on_connect(ip, port)`: told before every connect."""
+    answers instead of getaddrinfo; `allow_http`: plain http, to those loopback addresses
+    only; `on_connect(ip, port)`: told before every connect."""
 
     public: tuple[IPv4Network | IPv6Network, ...] = ()
     resolver: Resolver | None = None

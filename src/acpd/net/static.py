@@ -21,4 +21,6 @@ def check_static(url: str, settings: FetchSettings, hooks: NetHooks | None = Non
     target = parse_target(url, settings.allowed_ports, allow_http=hooks.allow_http)
     if target.address is not None and not hooks.counts_public(target.address):
         check_address(target.address, str(target.address))
+        if target.scheme == "http":  # the hook allows http to its loopback servers only
+            raise BlockedHost("blocked url: plain http is for loopback test servers only")
     return target
