@@ -145,6 +145,16 @@ async def test_a_name_is_judged_after_the_user_allowed_the_call(
     assert len(rig.observer.asked) == 1 and connects == []
 
 
+async def test_without_a_shell_policy_network_tools_are_denied(
+    tmp_path: Path, server: LoopbackServer, ca: CertAuthority
+) -> None:
+    rig = Rig(tmp_path, server, ca)
+    rig.pipeline.shell = None
+    result = await rig.call("fetch", url=f"{rig.base}/text")
+    assert result.error is not None and "no shell policy" in result.error.message
+    assert server.connections == 0
+
+
 @pytest.mark.parametrize(("mode", "answers", "runs", "asked"), [
     ("read-only", [], False, False),
     ("ask", ["reject_once"], False, True),

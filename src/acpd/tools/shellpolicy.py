@@ -253,7 +253,11 @@ async def judge_call(shell: ShellPolicies | None, spec: ToolSpec, args: dict[str
                      env: _Env) -> Decision | None:
     """The shell policy's decision for a bash call, or its network gate for a network tool;
     None for other tools (or no policy)."""
-    if shell is not None and spec.network:
+    if spec.network:
+        if shell is None:  # no policy to say allow_network = true: fail closed
+            from acpd.policy.decision import Decision
+
+            return Decision("deny", ("no shell policy allows network access",), ("network",), "")
         return await shell.judge_network(cwd=env.cwd, session_id=env.session_id)
     command = args.get("command")
     if shell is None or spec.id != SHELL_TOOL or not isinstance(command, str):
