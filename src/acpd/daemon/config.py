@@ -18,6 +18,7 @@ from acpd.daemon.errors import ConfigError
 from acpd.protocol.framing import DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:
+    from acpd.net.settings import FetchSettings
     from acpd.tools.fs import FileToolsConfig
 
 MAX_CONFIG_BYTES = 1 << 20
@@ -228,6 +229,37 @@ class OverflowConfig(Section):
     retention_days: float = Field(7.0, gt=0, le=36_500)
 
 
+class WebConfig(Section):
+    """`[tools.web]`: fetch and web_scrape (the SSRF rules are fixed: see acpd.net)."""
+
+    timeout_secs: float = Field(30.0, gt=0, le=600)
+    """For the whole fetch, redirects included."""
+    max_body_bytes: int = Field(2 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+    """Bodies are cut here (after decompression); the tool says so."""
+    allowed_ports: list[int] = Field(default_factory=lambda: [443], min_length=1)
+    max_redirects: int = Field(3, ge=0, le=3)
+    ca_file: str | None = None
+    """Extra trusted CA certificates (PEM), e.g. a company's TLS inspection root."""
+    user_agent: str = Field("acpd-fetch/0.1", min_length=1, max_length=200,
+                            pattern=r"^[\x20-\x7e]+$")
+
+    @field_validator("allowed_ports")
+    @classmethod
+    def _ports(cls, value: list[int]) -> list[int]:
+        bad = [p for p in value if not 0 < p < 65536]
+        if bad:
+            raise ValueError(f"not TCP ports: {bad}")
+        return value
+
+    def fetch_settings(self) -> FetchSettings:
+        from acpd.net.settings import FetchSettings
+
+        return FetchSettings(
+            self.timeout_secs, self.max_body_bytes, frozenset(self.allowed_ports),
+            self.max_redirects, self.user_agent, self.ca_file,
+        )
+
+
 class ToolsConfig(Section):
     enabled: list[str] = Field(default_factory=lambda: ["core__*"])
     """Globs on tool ids (or names); anything not matched is denied and never shown."""
@@ -242,6 +274,7 @@ class ToolsConfig(Section):
     audit: AuditConfig = Field(default_factory=AuditConfig)
     filters: FiltersConfig = Field(default_factory=FiltersConfig)
     overflow: OverflowConfig = Field(default_factory=OverflowConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
 
     def rule_entries(self) -> dict[str, list[tuple[str, Literal["allow", "ask", "deny"]]]]:
         """Every rule as (pattern, action), by tool, whichever form the file used."""

@@ -1,7 +1,7 @@
 """The runner: the one path every tool call takes, whoever asked (model, slash command, CLI).
 
 resolve -> strip TAFC fields -> enabled? blocked by the anomaly detector? -> quota ->
-validate arguments -> policy decision -> `tool_call` (pending) -> ask the editor when the
+validate arguments, precheck -> policy decision -> `tool_call` (pending) -> ask the editor when the
 decision is ask -> `in_progress` -> execute (cache, timeout, cancellation, retry of transient
 failures) -> output validation -> secret scan -> redaction -> audit -> final
 `tool_call_update` -> release editor resources -> result for the model.
@@ -146,8 +146,11 @@ class ToolPipeline:
             return await self._refuse(call, spec, refusal, env, call.decision)
         try:
             parsed = validate(spec, args)
+            if spec.precheck is not None:
+                spec.precheck(parsed)
         except ToolError as err:
-            return await self._refuse(call, spec, err, env, "invalid", anomaly=True)
+            decision = "deny" if err.category is ErrorCategory.POLICY_BLOCKED else "invalid"
+            return await self._refuse(call, spec, err, env, decision, anomaly=True)
         return await self._decide_and_run(call, spec, args, parsed, env)
 
     def _gate(self, call: Call, spec: ToolSpec, env: CallEnv) -> ToolError | None:

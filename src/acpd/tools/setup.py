@@ -54,7 +54,9 @@ def build_toolkit(
     Raises RegistrationError for a bad executor order or tool. An audit log that cannot be
     opened refuses every tool call, saying why (a daemon that cannot audit runs no tools).
     """
-    registry = core_registry(tools.file.tools_config(), tools.executor_order)
+    registry = core_registry(
+        tools.file.tools_config(), tools.executor_order, tools.web.fetch_settings()
+    )
     policy = ToolPolicy(tools.enabled, RuleSet(tools.rule_entries()))
     audit = None
     if data_dir is not None and tools.audit.enabled:

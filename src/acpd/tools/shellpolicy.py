@@ -132,6 +132,22 @@ class ShellPolicies:
             reason = f"the shell policy could not judge this command ({type(exc).__name__}: {exc})"
             return Decision("deny", (reason[:500],), ("policy.error",), "")
 
+    async def judge_network(self, *, cwd: str, session_id: str = "") -> Decision | None:
+        """None when the policy for `cwd` has `allow_network = true`, else a deny (a policy
+        that cannot be read denies too)."""
+        from acpd.policy.decision import Decision
+
+        try:
+            policy = (await self.handle_for(cwd, session_id)).current
+        except Exception as exc:  # fail closed, as for commands
+            log.exception("the shell policy could not judge a network tool")
+            return Decision("deny", (f"the shell policy could not be read ({exc})"[:500],),
+                            ("policy.error",), "")
+        if policy.settings.allow_network:
+            return None
+        return Decision("deny", ("it reaches the network and the policy has allow_network = "
+                                 "false",), ("network",), policy.hash)
+
     # --- hot reload -------------------------------------------------------------------------
 
     def attach(self, start_soon: StartSoon, notify: Notify) -> None:
@@ -235,7 +251,14 @@ class _Env(Protocol):
 
 async def judge_call(shell: ShellPolicies | None, spec: ToolSpec, args: dict[str, Any],
                      env: _Env) -> Decision | None:
-    """The shell policy's decision for a bash call; None for other tools (or no policy)."""
+    """The shell policy's decision for a bash call, or its network gate for a network tool;
+    None for other tools (or no policy)."""
+    if spec.network:
+        if shell is None:  # no policy to say allow_network = true: fail closed
+            from acpd.policy.decision import Decision
+
+            return Decision("deny", ("no shell policy allows network access",), ("network",), "")
+        return await shell.judge_network(cwd=env.cwd, session_id=env.session_id)
     command = args.get("command")
     if shell is None or spec.id != SHELL_TOOL or not isinstance(command, str):
         return None

@@ -162,6 +162,11 @@ class ToolSpec:
     """When set, the tool's structured output (`ToolOutput.raw`) is validated against it."""
     retry_safe: bool | None = None
     """May the runner re-run it after a transient failure? None: only when read-only."""
+    network: bool = False
+    """It reaches the network: refused unless the shell policy's `allow_network` is true."""
+    precheck: Callable[[Any], None] | None = None
+    """Called with the validated arguments before the policy decision; raises ToolError to
+    refuse a call that can never run (fetch: a URL the SSRF wall refuses without I/O)."""
 
     def input_schema(self) -> dict[str, Any]:
         """The restricted JSON Schema (see tools/schema.py); raises SchemaError outside it."""

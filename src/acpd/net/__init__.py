@@ -1,0 +1,1 @@
+"""Network access for the tools: an HTTPS client that only reaches public addresses."""
