@@ -1,0 +1,211 @@
+"""One checkpoint: walk the workspace from held directory fds and save what changed.
+
+Rules:
+- Never follows a symlink: every directory is opened with O_NOFOLLOW relative to its
+  parent's fd, every file with O_NOFOLLOW; a symlink is recorded as its target text.
+- Every entry is `lstat`ed afresh; a file is read (and its bytes saved) only when its stat
+  differs from the previous entry for that path, when that entry was racy, or when its
+  bytes were not saved before. Nothing learnt in an earlier scan is trusted otherwise.
+- FIFOs, sockets and devices are skipped (never opened) and noted; so are unreadable
+  files and directories, files over the per-file cap, and files the store had no room for.
+- `.git` is walked like anything else; its objects are immutable, so they are saved once.
+- A scan that meets more than `max_entries` entries stops and is marked incomplete: its
+  changes are shown, but paths it never reached are unknown.
+- Paths in `exclude` (by device and inode: the checkpoint store itself, when it lies inside
+  the workspace) are not walked.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+
+from acpd.checkpoint.blobs import BlobStore
+from acpd.checkpoint.entries import RACY_NS, Entry
+
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+MAX_NOTES = 50
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_file_bytes: int = 16 << 20
+    max_total_bytes: int = 2 << 30
+    max_entries: int = 200_000
+
+
+@dataclass(slots=True)
+class ScanResult:
+    entries: dict[str, Entry]
+    notes: list[str] = field(default_factory=list)
+    complete: bool = True
+    skipped: list[str] = field(default_factory=list)
+    store_full: bool = False
+    read_files: int = 0
+    """How many files were read (and saved when new) in this scan."""
+
+    def note(self, text: str) -> None:
+        if len(self.notes) < MAX_NOTES:
+            self.notes.append(text)
+        elif len(self.notes) == MAX_NOTES:
+            self.notes.append("(more notes left out)")
+
+
+class Scanner:
+    def __init__(
+        self, root: str, blobs: BlobStore, limits: Limits,
+        exclude: frozenset[tuple[int, int]] = frozenset(),
+    ) -> None:
+        self.root = root
+        self.blobs = blobs
+        self.limits = limits
+        self.exclude = exclude
+
+    def scan(self, previous: dict[str, Entry]) -> ScanResult:
+        """Raises OSError when the workspace root itself cannot be opened."""
+        result = ScanResult({})
+        start = time.time_ns()
+        root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        stack: list[tuple[int, str]] = [(root_fd, "")]
+        try:
+            while stack:
+                fd, prefix = stack.pop()
+                try:
+                    self._directory(fd, prefix, previous, result, stack, start)
+                finally:
+                    os.close(fd)
+        finally:
+            for fd, _ in stack:
+                os.close(fd)
+        return result
+
+    def _directory(
+        self, fd: int, prefix: str, previous: dict[str, Entry], result: ScanResult,
+        stack: list[tuple[int, str]], start: int,
+    ) -> None:
+        entries = result.entries
+        try:
+            listing = os.listdir(fd)
+        except OSError as exc:
+            result.note(f"{prefix or '.'}: cannot list ({exc.strerror}); its files are unknown")
+            result.complete = False
+            return
+        limit = self.limits.max_entries
+        lstat = os.lstat
+        for name in listing:
+            if len(entries) >= limit:
+                if result.complete:
+                    result.note(f"more than {limit} entries: stopped here")
+                result.complete = False
+                return
+            rel = prefix + name
+            try:
+                st = lstat(name, dir_fd=fd)
+            except FileNotFoundError:
+                continue  # gone while we looked
+            mode = st.st_mode
+            old = previous.get(rel)
+            if stat.S_ISREG(mode):
+                # The hot path, inlined: an unchanged file is one lstat and a comparison.
+                if (
+                    old is not None and old.mtime_ns == st.st_mtime_ns
+                    and old.ctime_ns == st.st_ctime_ns and old.size == st.st_size
+                    and old.ino == st.st_ino and old.kind == "f" and not old.racy
+                    and old.dev == st.st_dev and old.mode == mode & 0o7777
+                    and (old.blob is not None or old.note == TOO_LARGE)
+                ):
+                    entries[rel] = old
+                else:
+                    entries[rel] = self._file(fd, name, rel, st, result, start)
+            elif stat.S_ISDIR(mode):
+                if (st.st_dev, st.st_ino) in self.exclude:
+                    continue
+                if old is not None and old.kind == "d" and old.mode == mode & 0o7777:
+                    entries[rel] = old
+                else:
+                    entries[rel] = Entry("d", mode & 0o7777)
+                self._descend(fd, name, rel, result, stack)
+            elif stat.S_ISLNK(mode):
+                entries[rel] = self._link(fd, name, st, old, result, rel)
+            else:
+                result.skipped.append(rel)  # FIFO, socket or device: never opened
+
+    def _descend(
+        self, fd: int, name: str, rel: str, result: ScanResult, stack: list[tuple[int, str]]
+    ) -> None:
+        try:
+            stack.append((os.open(name, DIR_FLAGS, dir_fd=fd), rel + "/"))
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                result.note(f"{rel}: replaced while it was walked; not saved")
+            else:
+                result.note(f"{rel}: cannot open ({exc.strerror}); its files are unknown")
+            result.complete = False
+
+    def _link(
+        self, fd: int, name: str, st: os.stat_result, old: Entry | None, result: ScanResult,
+        rel: str,
+    ) -> Entry:
+        if old is not None and old.kind == "l" and old.same_stat(st):
+            return old
+        try:
+            target = os.readlink(name, dir_fd=fd)
+        except OSError as exc:
+            result.note(f"{rel}: cannot read the link ({exc.strerror})")
+            target = ""
+        return Entry("l", st.st_mode & 0o7777, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                     st.st_ino, st.st_dev, target=target)
+
+    def _file(
+        self, fd: int, name: str, rel: str, st: os.stat_result, result: ScanResult, start: int,
+    ) -> Entry:
+        if st.st_size > self.limits.max_file_bytes:
+            return _unsaved(st, TOO_LARGE)
+        result.read_files += 1
+        try:
+            data, fst = _read(fd, name)
+        except OSError as exc:
+            return _unsaved(st, f"unreadable: {exc.strerror}")
+        if fst is None:
+            return _unsaved(st, "not a regular file when opened")
+        digest = self.blobs.put(data)
+        if digest is None:
+            if not result.store_full:
+                result.store_full = True
+                result.note(f"the checkpoint store is full ({self.limits.max_total_bytes} "
+                            "bytes): some files were not saved")
+            return _unsaved(fst, "store full")
+        racy = max(fst.st_mtime_ns, fst.st_ctime_ns) >= start - RACY_NS
+        return Entry("f", fst.st_mode & 0o7777, fst.st_size, fst.st_mtime_ns, fst.st_ctime_ns,
+                     fst.st_ino, fst.st_dev, digest, racy=racy)
+
+
+TOO_LARGE = "too large to save"
+
+
+def _unsaved(st: os.stat_result, note: str) -> Entry:
+    return Entry("f", st.st_mode & 0o7777, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                 st.st_ino, st.st_dev, None, note=note)
+
+
+def _read(fd: int, name: str) -> tuple[bytes, os.stat_result | None]:
+    """The bytes and the stat taken before reading; a stat that moved while reading makes
+    the returned one differ from the file's, so the next scan reads it again."""
+    file_fd = os.open(name, FILE_FLAGS, dir_fd=fd)
+    try:
+        before = os.fstat(file_fd)
+        if not stat.S_ISREG(before.st_mode):
+            return b"", None
+        chunks: list[bytes] = []
+        while True:
+            chunk = os.read(file_fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks), before
+    finally:
+        os.close(file_fd)
