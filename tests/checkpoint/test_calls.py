@@ -8,15 +8,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from tests.checkpoint.conftest import RigFactory, tree
 
 pytestmark = pytest.mark.anyio
 
 
-def git(workspace: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(workspace), "-c", "user.email=t@t", "-c", "user.name=t",
-                    *args], check=True, capture_output=True)
+def git(workspace: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(workspace), "-c", "user.email=t@t", "-c", "user.name=t", *args],
+        check=True, capture_output=True, text=True,
+    ).stdout
 
 
 async def test_bash_that_creates_changes_and_deletes_shows_all_three(
@@ -68,9 +69,7 @@ async def test_rm_rf_git_and_src_is_undone_byte_for_byte(
     said = await r.slash("")
     assert said.startswith("Undid call-1"), said
     assert tree(workspace) == before
-    status = subprocess.run(["git", "-C", str(workspace), "status", "--porcelain"],
-                            capture_output=True, text=True, check=True)
-    assert status.stdout == "?? src/blob.bin\n?? src/tool.sh\n"
+    assert git(workspace, "status", "--porcelain") == "?? src/blob.bin\n?? src/tool.sh\n"
 
 
 async def test_each_file_tool_is_undone(rig: RigFactory, workspace: Path) -> None:

@@ -75,8 +75,9 @@ async def _run(
         state.cache.invalidate()
     files: Outcome | None = None
     if output is None:
-        pending = await _checkpoint(pipeline, call, spec, view, env)
+        pending: Pending | None = None
         try:
+            pending = await _checkpoint(pipeline, call, spec, view, env)
             output = await _attempts(pipeline, call, spec, parsed, view, env, ctx)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
@@ -87,10 +88,12 @@ async def _run(
                 await close_card(view, env, "failed", "Cancelled.", extra)
             raise
         except ToolError as err:
-            files = await _changes(pending, ())
             state.anomaly.record(spec.id, err.category not in _DECISIONS)
-            record = pipeline.audit_call(call, spec, env, None, err)
-            await close_card(view, env, "failed", err.message, files.items if files else ())
+            with anyio.CancelScope(shield=pending is not None):
+                # A cancel that arrives while the changes are read must not leave the card open.
+                files = await _changes(pending, ())
+                record = pipeline.audit_call(call, spec, env, None, err)
+                await close_card(view, env, "failed", err.message, files.items if files else ())
             result = failed_result(call, err, record)
             if files is not None and files.line:
                 result.text += f"\n{files.line}"
@@ -132,7 +135,10 @@ async def _changes(pending: Pending | None, content: Sequence[ContentItem]) -> O
     """What the call created, changed and deleted (after it, however it ended)."""
     if pending is None:
         return None
-    return await pending.finish([i.path for i in content if isinstance(i, DiffItem)])
+    outcome: Outcome | None = None
+    with anyio.CancelScope(shield=True):  # the call ran: what it changed is always recorded
+        outcome = await pending.finish([i.path for i in content if isinstance(i, DiffItem)])
+    return outcome
 
 
 THREAD_OUTPUT_CHARS = 64 * 1024
