@@ -36,7 +36,7 @@ def card_items(
     already = set(shown)
     items: list[ContentItem] = []
     listed: list[str] = []
-    for change in changes:
+    for change in sorted(changes, key=_order):
         if change.is_dir:
             continue
         path = os.path.join(root, change.path)
@@ -67,9 +67,15 @@ def card_items(
     return items
 
 
+def _order(change: Change) -> tuple[bool, str]:
+    """The user's files first; git's internals (objects, index) after them."""
+    path = change.path
+    return (path.startswith(".git/") or "/.git/" in path, path)
+
+
 def model_line(changes: list[Change]) -> str:
     """`[files: 1 created (a.txt), 2 changed (b, c), 0 deleted]`; "" when nothing changed."""
-    files = [c for c in changes if not c.is_dir]
+    files = sorted((c for c in changes if not c.is_dir), key=_order)
     if not files:
         return ""
     parts = []
