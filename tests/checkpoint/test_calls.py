@@ -140,3 +140,21 @@ async def test_read_only_mode_refuses_undo_and_read_tools_take_no_checkpoint(
     await r.bash("touch x")
     r.env.mode = "read-only"
     assert "read-only" in await r.slash("")
+
+
+async def test_file_tools_through_an_inner_symlink_and_new_parents_are_seen(
+    rig: RigFactory, workspace: Path
+) -> None:
+    os.symlink("src", workspace / "alias")
+    start = tree(workspace)
+    r = rig()
+    await r.call("write", {"path": "alias/through.txt", "content": "via the link\n"})
+    assert (workspace / "src" / "through.txt").exists()
+    assert list(r.observer.diffs("call-1")) == [str(workspace / "src" / "through.txt")]
+    assert "Files: 1 created" in r.observer.text("call-1")  # seen by the (full) checkpoint
+    await r.call("create_directory", {"path": "a/b/c"})
+    await r.call("copy_path", {"source": "src", "destination": "a/b/c/copy"})
+    assert (workspace / "a/b/c/copy/main.py").exists()
+    for expected in ("call-3", "call-2", "call-1"):
+        assert (await r.slash("")).startswith(f"Undid {expected}")
+    assert tree(workspace) == start

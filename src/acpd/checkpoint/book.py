@@ -31,6 +31,27 @@ from acpd.tools.spec import ContentItem, TextItem
 
 log = logging.getLogger("acpd.checkpoint")
 
+SCOPED_TOOLS = frozenset({
+    "core__write", "core__edit", "core__create_directory", "core__delete_path",
+    "core__move_path", "core__copy_path",
+})
+"""File tools that change only the paths they name (their locations, with subtrees and
+missing parents): their checkpoints re-scan just those. Everything else (bash, plugins, MCP
+tools) may change anything and gets a full scan."""
+
+
+def scope_of(tool_id: str, root: str, locations: list[str]) -> list[str] | None:
+    """The paths (relative to root) a scoped checkpoint covers; None: scan everything."""
+    if tool_id not in SCOPED_TOOLS or not locations:
+        return None
+    scope = []
+    for location in locations:
+        rel = os.path.relpath(os.path.normpath(location), root)
+        if rel == "." or rel == ".." or rel.startswith(".." + os.sep):
+            return None
+        scope.append(rel.replace(os.sep, "/"))
+    return scope
+
 
 @dataclass(frozen=True, slots=True)
 class CheckpointSettings:
@@ -72,21 +93,26 @@ class Checkpoints:
                 store.close()
             self._stores.clear()
 
-    async def begin(self, call_id: str, session: str, tool: str, title: str,
-                    root: str) -> Pending:
-        """Checkpoint `root` before a call. Never raises for a store or disk problem: the
-        pending checkpoint then says why there is nothing to undo."""
+    async def begin(
+        self, call_id: str, session: str, tool: str, title: str, root: str,
+        *, tool_id: str = "", locations: list[str] | None = None,
+    ) -> Pending:
+        """Checkpoint `root` before a call (only its `locations` for a file tool, see
+        SCOPED_TOOLS). Never raises for a store or disk problem: the pending checkpoint
+        then says why there is nothing to undo."""
         started = time.time()
+        scope = scope_of(tool_id, root, locations or [])
         try:
             store = await anyio.to_thread.run_sync(self.store, root)
-            before = await anyio.to_thread.run_sync(store.checkpoint)
+            before = await anyio.to_thread.run_sync(store.checkpoint, scope)
         except (OSError, sqlite3.Error) as exc:
             log.warning("no checkpoint before %s: %s", call_id, exc)
             return Pending(self, None, {}, CallRecord(call_id, session, tool, title, started,
                                                       started, []), f"{exc}")
         record = CallRecord(call_id, session, tool, title, started, started, [],
                             list(before.notes), before.complete)
-        return Pending(self, store, dict(before.entries), record, None)
+        return Pending(self, store, before.entries, record, None,
+                       scope if before.scoped else None)
 
 
 @dataclass(slots=True)
@@ -96,6 +122,7 @@ class Pending:
     before: dict[str, Entry]
     record: CallRecord
     problem: str | None
+    scope: list[str] | None = None
 
     async def finish(self, shown: list[str]) -> Outcome:
         """Checkpoint again and record what changed. `shown`: absolute paths the tool's
@@ -106,7 +133,7 @@ class Pending:
             return Outcome([], [note], "")
         store = self.store
         try:
-            after = await anyio.to_thread.run_sync(store.checkpoint)
+            after = await anyio.to_thread.run_sync(store.checkpoint, self.scope)
             changes = diff_manifests(self.before, after.entries)
             record = self.record
             record.ended = time.time()

@@ -39,6 +39,9 @@ class Entry:
     """A symlink's target text."""
     note: str | None = None
     racy: bool = False
+    fast: bool = False
+    """A file the next scan may keep on a matching lstat alone (saved, or too large to save,
+    and not racy): precomputed, because that test runs once per file per scan."""
 
     def same_stat(self, st: os.stat_result) -> bool:
         """The fresh lstat matches what this entry was made from (so its content did not
@@ -122,10 +125,12 @@ class Change:
 
 def diff_manifests(before: dict[str, Entry], after: dict[str, Entry]) -> list[Change]:
     """Every path whose state differs, sorted by path."""
+    get = after.get
     changes = [
-        Change(path, entry, after.get(path))
+        Change(path, entry, get(path))
         for path, entry in before.items()
-        if path not in after or after[path].state() != entry.state()
+        # The scanner hands back the very object for an unchanged path: identity first.
+        if (now := get(path)) is not entry and (now is None or now.state() != entry.state())
     ]
     changes.extend(Change(path, None, entry) for path, entry in after.items()
                    if path not in before)

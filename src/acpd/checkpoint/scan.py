@@ -45,6 +45,8 @@ class ScanResult:
     complete: bool = True
     skipped: list[str] = field(default_factory=list)
     store_full: bool = False
+    scoped: bool = False
+    """Only some paths were scanned (a file tool's); the others kept their entries."""
     read_files: int = 0
     """How many files were read (and saved when new) in this scan."""
 
@@ -70,53 +72,113 @@ class Scanner:
         result = ScanResult({})
         start = time.time_ns()
         root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        stack: list[tuple[int, str]] = [(root_fd, "")]
+        self._walk([(root_fd, "", None)], previous, result, start)
+        return result
+
+    def scan_scope(self, previous: dict[str, Entry], scope: list[str]) -> ScanResult | None:
+        """Re-scan only these relative paths (each with its subtree and its ancestors); every
+        other path keeps its previous entry. None when a symlink or a file stands where an
+        ancestor directory should be (a tool resolving through it could write elsewhere:
+        the caller scans everything instead). Raises OSError for an unusable root."""
+        result = ScanResult(dict(previous))
+        entries = result.entries
+        start = time.time_ns()
+        for rel in scope:
+            for path in [p for p in entries if p == rel or p.startswith(rel + "/")]:
+                del entries[path]
+            root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            found = self._ancestors(root_fd, rel, previous, result)
+            if found is None:
+                return None
+            if isinstance(found, tuple):
+                fd, prefix, names = found
+                self._walk([(fd, prefix, names)], previous, result, start)
+        return result
+
+    def _ancestors(
+        self, fd: int, rel: str, previous: dict[str, Entry], result: ScanResult,
+    ) -> tuple[int, str, list[str]] | bool | None:
+        """Open the directories down to `rel`'s parent, recording them; the walk item for
+        `rel` itself; False when a parent is missing; None for a link or file on the way."""
+        *dirs, name = rel.split("/")
+        prefix = ""
+        try:
+            for part in dirs:
+                path = prefix + part
+                try:
+                    st = os.lstat(part, dir_fd=fd)
+                except FileNotFoundError:
+                    for gone in [p for p in result.entries if p.startswith(path + "/")]:
+                        del result.entries[gone]
+                    result.entries.pop(path, None)
+                    os.close(fd)
+                    return False
+                if not stat.S_ISDIR(st.st_mode):
+                    os.close(fd)
+                    return None
+                old = previous.get(path)
+                mode = st.st_mode & 0o7777
+                keep = old is not None and old.kind == "d" and old.mode == mode
+                result.entries[path] = old if keep and old is not None else Entry("d", mode)
+                child = os.open(part, DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = child
+                prefix = path + "/"
+        except OSError:
+            os.close(fd)
+            return None
+        return fd, prefix, [name]
+
+    def _walk(
+        self, stack: list[tuple[int, str, list[str] | None]], previous: dict[str, Entry],
+        result: ScanResult, start: int,
+    ) -> None:
         try:
             while stack:
-                fd, prefix = stack.pop()
+                fd, prefix, only = stack.pop()
                 try:
-                    self._directory(fd, prefix, previous, result, stack, start)
+                    self._directory(fd, prefix, previous, result, stack, start, only)
                 finally:
                     os.close(fd)
         finally:
-            for fd, _ in stack:
+            for fd, _, _ in stack:
                 os.close(fd)
-        return result
 
     def _directory(
         self, fd: int, prefix: str, previous: dict[str, Entry], result: ScanResult,
-        stack: list[tuple[int, str]], start: int,
+        stack: list[tuple[int, str, list[str] | None]], start: int,
+        only: list[str] | None = None,
     ) -> None:
         entries = result.entries
         try:
-            listing = os.listdir(fd)
+            listing = os.listdir(fd) if only is None else only
         except OSError as exc:
             result.note(f"{prefix or '.'}: cannot list ({exc.strerror}); its files are unknown")
             result.complete = False
             return
         limit = self.limits.max_entries
+        if len(entries) + len(listing) > limit:
+            listing = listing[: max(0, limit - len(entries))]
+            if result.complete:
+                result.note(f"more than {limit} entries: stopped here")
+            result.complete = False
         lstat = os.lstat
+        get = previous.get
         for name in listing:
-            if len(entries) >= limit:
-                if result.complete:
-                    result.note(f"more than {limit} entries: stopped here")
-                result.complete = False
-                return
             rel = prefix + name
             try:
                 st = lstat(name, dir_fd=fd)
             except FileNotFoundError:
                 continue  # gone while we looked
             mode = st.st_mode
-            old = previous.get(rel)
+            old = get(rel)
             if stat.S_ISREG(mode):
                 # The hot path, inlined: an unchanged file is one lstat and a comparison.
+                # (Any chmod, write or rename moves the ctime, which no one can set back.)
                 if (
-                    old is not None and old.mtime_ns == st.st_mtime_ns
-                    and old.ctime_ns == st.st_ctime_ns and old.size == st.st_size
-                    and old.ino == st.st_ino and old.kind == "f" and not old.racy
-                    and old.dev == st.st_dev and old.mode == mode & 0o7777
-                    and (old.blob is not None or old.note == TOO_LARGE)
+                    old is not None and old.fast and old.ctime_ns == st.st_ctime_ns
+                    and old.mtime_ns == st.st_mtime_ns and old.size == st.st_size
+                    and old.ino == st.st_ino and old.dev == st.st_dev
                 ):
                     entries[rel] = old
                 else:
@@ -135,10 +197,11 @@ class Scanner:
                 result.skipped.append(rel)  # FIFO, socket or device: never opened
 
     def _descend(
-        self, fd: int, name: str, rel: str, result: ScanResult, stack: list[tuple[int, str]]
+        self, fd: int, name: str, rel: str, result: ScanResult,
+        stack: list[tuple[int, str, list[str] | None]],
     ) -> None:
         try:
-            stack.append((os.open(name, DIR_FLAGS, dir_fd=fd), rel + "/"))
+            stack.append((os.open(name, DIR_FLAGS, dir_fd=fd), rel + "/", None))
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
                 result.note(f"{rel}: replaced while it was walked; not saved")
@@ -164,7 +227,7 @@ class Scanner:
         self, fd: int, name: str, rel: str, st: os.stat_result, result: ScanResult, start: int,
     ) -> Entry:
         if st.st_size > self.limits.max_file_bytes:
-            return _unsaved(st, TOO_LARGE)
+            return _unsaved(st, TOO_LARGE, fast=True)
         result.read_files += 1
         try:
             data, fst = _read(fd, name)
@@ -181,15 +244,15 @@ class Scanner:
             return _unsaved(fst, "store full")
         racy = max(fst.st_mtime_ns, fst.st_ctime_ns) >= start - RACY_NS
         return Entry("f", fst.st_mode & 0o7777, fst.st_size, fst.st_mtime_ns, fst.st_ctime_ns,
-                     fst.st_ino, fst.st_dev, digest, racy=racy)
+                     fst.st_ino, fst.st_dev, digest, racy=racy, fast=not racy)
 
 
 TOO_LARGE = "too large to save"
 
 
-def _unsaved(st: os.stat_result, note: str) -> Entry:
+def _unsaved(st: os.stat_result, note: str, *, fast: bool = False) -> Entry:
     return Entry("f", st.st_mode & 0o7777, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
-                 st.st_ino, st.st_dev, None, note=note)
+                 st.st_ino, st.st_dev, None, note=note, fast=fast)
 
 
 def _read(fd: int, name: str) -> tuple[bytes, os.stat_result | None]:

@@ -37,6 +37,7 @@ from acpd.checkpoint.scan import Limits, Scanner, ScanResult
 
 SCHEMA = """
 PRAGMA journal_mode = WAL;
+PRAGMA synchronous = NORMAL;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS manifest (path TEXT PRIMARY KEY, entry TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS blobs (digest TEXT PRIMARY KEY, size INTEGER NOT NULL);
@@ -107,15 +108,24 @@ class WorkspaceStore:
 
     # --- checkpoints ----------------------------------------------------------------------
 
-    def checkpoint(self) -> ScanResult:
-        """Scan the workspace against the manifest and make the result the new manifest.
-        Raises OSError when the workspace cannot be opened."""
+    def checkpoint(self, scope: list[str] | None = None) -> ScanResult:
+        """Scan the workspace (or only the `scope` paths, see Scanner.scan_scope) against
+        the manifest and make the result the new manifest. Raises OSError when the
+        workspace cannot be opened."""
         with self.lock:
-            result = self.scanner.scan(self.manifest)
+            result = self._scan(scope)
             if self.blobs.total >= self.limits.max_total_bytes and self._prune():
-                result = self.scanner.scan(self.manifest)  # room again: save what was left out
+                result = self._scan(scope)  # room again: save what was left out
             self._save_manifest(result)
             return result
+
+    def _scan(self, scope: list[str] | None) -> ScanResult:
+        if scope is not None:
+            scoped = self.scanner.scan_scope(self.manifest, scope)
+            if scoped is not None:
+                scoped.scoped = True
+                return scoped
+        return self.scanner.scan(self.manifest)
 
     def _save_manifest(self, result: ScanResult) -> None:
         old, new = self.manifest, result.entries
@@ -123,7 +133,8 @@ class WorkspaceStore:
             # Paths the scan never reached keep their last known entries.
             new = {**{p: e for p, e in old.items() if p not in new}, **new}
             result.entries = new
-        upserts = [(p, _dump(e)) for p, e in new.items() if old.get(p) != e]
+        # The scanner hands back the very object for an unchanged path: compare identities.
+        upserts = [(p, _dump(e)) for p, e in new.items() if old.get(p) is not e]
         deletes = [(p,) for p in old if p not in new]
         added = self.blobs.take_added()
         if not (upserts or deletes or added):

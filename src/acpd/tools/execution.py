@@ -128,7 +128,8 @@ async def _checkpoint(
     book = pipeline.checkpoints
     if book is None or spec.effect is Effect.READ_ONLY:
         return None
-    return await book.begin(call.id, env.session_id, call.name, view.title, env.cwd)
+    return await book.begin(call.id, env.session_id, call.name, view.title, env.cwd,
+                            tool_id=spec.id, locations=view.locations)
 
 
 async def _changes(pending: Pending | None, content: Sequence[ContentItem]) -> Outcome | None:
