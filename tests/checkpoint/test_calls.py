@@ -158,3 +158,18 @@ async def test_file_tools_through_an_inner_symlink_and_new_parents_are_seen(
     for expected in ("call-3", "call-2", "call-1"):
         assert (await r.slash("")).startswith(f"Undid {expected}")
     assert tree(workspace) == start
+
+
+async def test_names_that_are_not_utf8_or_have_newlines_are_checkpointed_and_undone(
+    rig: RigFactory, workspace: Path
+) -> None:
+    odd = os.fsencode(workspace) + b"/caf\xe9\nname.txt"
+    with open(odd, "wb") as f:
+        f.write(b"latin-1 named\n")
+    start = tree(workspace)
+    r = rig()
+    result = await r.bash("rm -f caf*")
+    assert not os.path.exists(odd)
+    assert "1 deleted (caf\ufffd\nname.txt)" in result.text
+    assert (await r.slash("")).startswith("Undid call-1")
+    assert tree(workspace) == start

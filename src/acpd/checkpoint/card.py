@@ -39,17 +39,17 @@ def card_items(
     for change in sorted(changes, key=_order):
         if change.is_dir:
             continue
-        path = os.path.join(root, change.path)
+        path = printable(os.path.join(root, change.path))
         if path in already:
             continue
         if len(items) >= limits.max_diffs:
-            listed.append(f"{change.path} ({change.action})")
+            listed.append(f"{printable(change.path)} ({change.action})")
             continue
         diff = _diff(path, change, blobs, limits)
         if diff is not None:
             items.append(diff)
         else:
-            listed.append(f"{change.path} ({change.action}{_why(change, limits)})")
+            listed.append(f"{printable(change.path)} ({change.action}{_why(change, limits)})")
     counts = summary(changes)
     if not any(counts.values()):
         return items
@@ -57,14 +57,21 @@ def card_items(
     if listed:
         more = "" if len(listed) <= LISTED_NAMES else f", and {len(listed) - LISTED_NAMES} more"
         text += "\nNot shown as diffs: " + ", ".join(listed[:LISTED_NAMES]) + more
-    unsaved = [c.path for c in changes if c.before is not None and not c.before.restorable]
+    unsaved = [printable(c.path) for c in changes
+               if c.before is not None and not c.before.restorable]
     if unsaved:
         text += "\nCannot be undone (not saved): " + ", ".join(unsaved[:LISTED_NAMES])
     for note in list(notes)[:5]:
-        text += f"\nCheckpoint note: {note}"
+        text += f"\nCheckpoint note: {printable(note)}"
     text += f"\nUndo: /undo {call_id}"
     items.append(TextItem(text))
     return items
+
+
+def printable(path: str) -> str:
+    """A path as text the editor and the model can take (names that are not UTF-8 are
+    read as surrogate escapes, which JSON cannot carry)."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _order(change: Change) -> tuple[bool, str]:
@@ -80,7 +87,7 @@ def model_line(changes: list[Change]) -> str:
         return ""
     parts = []
     for action in ("created", "changed", "deleted"):
-        names = [c.path for c in files if c.action == action]
+        names = [printable(c.path) for c in files if c.action == action]
         part = f"{len(names)} {action}"
         if names:
             shown = ", ".join(names[:MODEL_NAMES])
@@ -129,7 +136,7 @@ def _why(change: Change, limits: CardLimits) -> str:
         if entry is None:
             continue
         if entry.kind == "l":
-            return f", symlink -> {entry.target}"
+            return f", symlink -> {printable(entry.target or '')}"
         if entry.blob is None:
             return f", {entry.note or 'not saved'}"
         if entry.size > limits.max_diff_bytes:

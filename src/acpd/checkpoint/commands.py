@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
-from acpd.checkpoint.card import card_items
+from acpd.checkpoint.card import card_items, printable
 from acpd.checkpoint.entries import summary
 from acpd.checkpoint.store import CallRecord, WorkspaceStore
 from acpd.checkpoint.undo import UndoRefused, UndoResult, undo_call
@@ -145,5 +145,5 @@ async def _show(result: UndoResult, store: WorkspaceStore, book: Checkpoints,
     await env.observer.publish(view, first=True)
     view.status = "failed" if result.failures else "completed"
     view.content = items
-    view.locations = [f"{store.root}/{c.path}" for c in record.changes[:50]]
+    view.locations = [printable(f"{store.root}/{c.path}") for c in record.changes[:50]]
     await env.observer.publish(view, first=False)

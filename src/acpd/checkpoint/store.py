@@ -95,7 +95,8 @@ class WorkspaceStore:
             timeout=10.0,
         )
         self._db.executescript(SCHEMA)
-        self._db.execute("INSERT OR IGNORE INTO meta VALUES ('workspace', ?)", (self.root,))
+        self._db.execute("INSERT OR IGNORE INTO meta VALUES ('workspace', ?)",
+                         (_shown(self.root),))
         total = self._db.execute("SELECT COALESCE(SUM(size), 0) FROM blobs").fetchone()[0]
         self.blobs = BlobStore(str(self.directory / "objects"), limits.max_total_bytes, total)
         st = os.stat(self.directory)
@@ -134,8 +135,8 @@ class WorkspaceStore:
             new = {**{p: e for p, e in old.items() if p not in new}, **new}
             result.entries = new
         # The scanner hands back the very object for an unchanged path: compare identities.
-        upserts = [(p, _dump(e)) for p, e in new.items() if old.get(p) is not e]
-        deletes = [(p,) for p in old if p not in new]
+        upserts = [(_key(p), _dump(e)) for p, e in new.items() if old.get(p) is not e]
+        deletes = [(_key(p),) for p in old if p not in new]
         added = self.blobs.take_added()
         if not (upserts or deletes or added):
             self.manifest = new
@@ -150,9 +151,8 @@ class WorkspaceStore:
     def _load_manifest(self) -> dict[str, Entry]:
         rows = self._db.execute("SELECT path, entry FROM manifest").fetchall()
         manifest: dict[str, Entry] = {}
-        for path, text in rows:
-            data = json.loads(text)
-            manifest[path] = Entry(**data)
+        for key, text in rows:
+            manifest[json.loads(key)] = Entry(**json.loads(text))
         return manifest
 
     # --- call records ---------------------------------------------------------------------
@@ -236,6 +236,16 @@ def _record(row: tuple[Any, ...]) -> CallRecord:
         [Change.from_json(c) for c in json.loads(changes)], json.loads(notes),
         bool(complete), undoes, undone_by, seq,
     )
+
+
+def _shown(path: str) -> str:
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _key(path: str) -> str:
+    """Paths are stored as JSON strings: a name that is not UTF-8 (read as surrogate escapes)
+    cannot be stored as SQLite text as it is."""
+    return json.dumps(path)
 
 
 def _dump(entry: Entry) -> str:

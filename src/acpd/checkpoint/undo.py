@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from acpd.checkpoint.card import printable
 from acpd.checkpoint.entries import Entry, diff_manifests
 from acpd.checkpoint.restore import Restorer
 from acpd.checkpoint.store import CallRecord, WorkspaceStore
@@ -49,7 +50,7 @@ class UndoResult:
             text += "\nNot restored (their bytes were never saved): " + _names(self.skipped)
         if self.failures:
             text += "\nCould not restore: " + "; ".join(
-                f"{p}: {why}" for p, why in self.failures[:MAX_LISTED])
+                f"{printable(p)}: {why}" for p, why in self.failures[:MAX_LISTED])
         return text
 
 
@@ -118,5 +119,5 @@ def _refuse_if(
 
 
 def _names(paths: list[str]) -> str:
-    shown = ", ".join(paths[:MAX_LISTED])
-    return shown + (f" and {len(paths) - MAX_LISTED} more" if len(paths) > MAX_LISTED else "")
+    listed = ", ".join(printable(p) for p in paths[:MAX_LISTED])
+    return listed + (f" and {len(paths) - MAX_LISTED} more" if len(paths) > MAX_LISTED else "")
