@@ -163,13 +163,12 @@ async def test_file_tools_through_an_inner_symlink_and_new_parents_are_seen(
 async def test_names_that_are_not_utf8_or_have_newlines_are_checkpointed_and_undone(
     rig: RigFactory, workspace: Path
 ) -> None:
-    odd = os.fsencode(workspace) + b"/caf\xe9\nname.txt"
-    with open(odd, "wb") as f:
-        f.write(b"latin-1 named\n")
+    odd = workspace / os.fsdecode(b"caf\xe9\nname.txt")
+    odd.write_bytes(b"latin-1 named\n")
     start = tree(workspace)
     r = rig()
     result = await r.bash("rm -f caf*")
-    assert not os.path.exists(odd)
+    assert not odd.exists()
     assert "1 deleted (caf\ufffd\nname.txt)" in result.text
     assert (await r.slash("")).startswith("Undid call-1")
     assert tree(workspace) == start

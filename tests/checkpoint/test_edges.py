@@ -208,3 +208,20 @@ def test_a_scan_over_the_entry_cap_says_it_is_incomplete(workspace: Path, data_d
     result = store.checkpoint()
     assert not result.complete and any("more than 10 entries" in n for n in result.notes)
     store.close()
+
+
+def test_a_first_checkpoint_over_its_time_budget_finishes_in_later_ones(
+    workspace: Path, data_dir: Path
+) -> None:
+    for n in range(20):
+        (workspace / f"f{n}.txt").write_text(f"file {n}\n")
+    hurried = WorkspaceStore(data_dir, str(workspace), Limits(max_read_seconds=1e-9))
+    first = hurried.checkpoint()
+    assert first.out_of_time >= 20 and any("time budget" in n for n in first.notes)
+    assert first.entries["f3.txt"].blob is None and not first.entries["f3.txt"].restorable
+    hurried.close()
+    store = WorkspaceStore(data_dir, str(workspace), Limits())
+    second = store.checkpoint()
+    assert second.out_of_time == 0 and all(
+        e.blob is not None for p, e in second.entries.items() if e.kind == "f")
+    store.close()

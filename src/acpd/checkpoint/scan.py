@@ -36,6 +36,10 @@ class Limits:
     max_file_bytes: int = 16 << 20
     max_total_bytes: int = 2 << 30
     max_entries: int = 200_000
+    max_read_seconds: float = 5.0
+    """A scan reads files for at most this long; files it had no time for are marked not
+    saved (and are read by the next scans), so a first checkpoint of a huge workspace is
+    spread over several calls instead of holding the first one up."""
 
 
 @dataclass(slots=True)
@@ -45,6 +49,9 @@ class ScanResult:
     complete: bool = True
     skipped: list[str] = field(default_factory=list)
     store_full: bool = False
+    deadline: float = 0.0
+    """time.monotonic() after which files are no longer read (0: not set)."""
+    out_of_time: int = 0
     scoped: bool = False
     """Only some paths were scanned (a file tool's); the others kept their entries."""
     read_files: int = 0
@@ -69,7 +76,7 @@ class Scanner:
 
     def scan(self, previous: dict[str, Entry]) -> ScanResult:
         """Raises OSError when the workspace root itself cannot be opened."""
-        result = ScanResult({})
+        result = ScanResult({}, deadline=self._deadline())
         start = time.time_ns()
         root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         self._walk([(root_fd, "", None)], previous, result, start)
@@ -80,7 +87,7 @@ class Scanner:
         other path keeps its previous entry. None when a symlink or a file stands where an
         ancestor directory should be (a tool resolving through it could write elsewhere:
         the caller scans everything instead). Raises OSError for an unusable root."""
-        result = ScanResult(dict(previous))
+        result = ScanResult(dict(previous), deadline=self._deadline())
         entries = result.entries
         start = time.time_ns()
         for rel in scope:
@@ -94,6 +101,10 @@ class Scanner:
                 fd, prefix, names = found
                 self._walk([(fd, prefix, names)], previous, result, start)
         return result
+
+    def _deadline(self) -> float:
+        budget = self.limits.max_read_seconds
+        return time.monotonic() + budget if budget > 0 else 0.0
 
     def _ancestors(
         self, fd: int, rel: str, previous: dict[str, Entry], result: ScanResult,
@@ -228,6 +239,11 @@ class Scanner:
     ) -> Entry:
         if st.st_size > self.limits.max_file_bytes:
             return _unsaved(st, TOO_LARGE, fast=True)
+        if result.deadline > 0 and time.monotonic() > result.deadline:
+            result.deadline = -1.0  # from now on, no more reading in this scan
+        if result.deadline < 0:
+            result.out_of_time += 1
+            return _unsaved(st, "not saved yet (checkpoint time budget)")
         result.read_files += 1
         try:
             data, fst = _read(fd, name)

@@ -121,12 +121,17 @@ class WorkspaceStore:
             return result
 
     def _scan(self, scope: list[str] | None) -> ScanResult:
-        if scope is not None:
-            scoped = self.scanner.scan_scope(self.manifest, scope)
-            if scoped is not None:
-                scoped.scoped = True
-                return scoped
-        return self.scanner.scan(self.manifest)
+        result = self.scanner.scan_scope(self.manifest, scope) if scope is not None else None
+        if result is not None:
+            result.scoped = True
+        else:
+            result = self.scanner.scan(self.manifest)
+        if result.out_of_time:
+            result.note(
+                f"{result.out_of_time} files were not read within the checkpoint's time "
+                f"budget ({self.limits.max_read_seconds:g} s); the next checkpoints save "
+                "them, and until then their changes cannot be undone")
+        return result
 
     def _save_manifest(self, result: ScanResult) -> None:
         old, new = self.manifest, result.entries

@@ -237,6 +237,9 @@ class CheckpointConfig(Section):
     """All saved bytes of one workspace; past it the oldest call records are dropped."""
     max_entries: int = Field(200_000, ge=1)
     """A checkpoint stops after this many paths (and says so)."""
+    max_read_seconds: float = Field(5.0, ge=0)
+    """A checkpoint reads files for at most this long; the rest are read by the next ones
+    (0: no limit)."""
     max_diffs: int = Field(20, ge=0, le=1000)
     max_diff_bytes: int = Field(256 * 1024, ge=0)
 

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     data_dir = (Path(args.data_dir) if args.data_dir else default_data_dir()).absolute()
     c = config.tools.checkpoint
     book = Checkpoints(data_dir, CheckpointSettings(
-        True, Limits(c.max_file_bytes, c.max_total_bytes, c.max_entries),
+        True, Limits(c.max_file_bytes, c.max_total_bytes, c.max_entries, c.max_read_seconds),
         CardLimits(c.max_diffs, c.max_diff_bytes),
     ))
     try:

@@ -96,7 +96,7 @@ def build_checkpoints(tools: ToolsConfig, data_dir: Path | None) -> Checkpoints 
     from acpd.checkpoint import CardLimits, Checkpoints, CheckpointSettings, Limits
 
     return Checkpoints(data_dir, CheckpointSettings(
-        True, Limits(c.max_file_bytes, c.max_total_bytes, c.max_entries),
+        True, Limits(c.max_file_bytes, c.max_total_bytes, c.max_entries, c.max_read_seconds),
         CardLimits(c.max_diffs, c.max_diff_bytes),
     ))
 
