@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from tests.checkpoint.conftest import RigFactory, tree
 
-from acpd.checkpoint import Limits, UndoRefused, WorkspaceStore, undo_call
+from acpd.checkpoint import CallRecord, Limits, UndoRefused, WorkspaceStore, undo_call
 from acpd.checkpoint.entries import diff_manifests
 
 pytestmark = pytest.mark.anyio
@@ -224,4 +224,30 @@ def test_a_first_checkpoint_over_its_time_budget_finishes_in_later_ones(
     second = store.checkpoint()
     assert second.out_of_time == 0 and all(
         e.blob is not None for p, e in second.entries.items() if e.kind == "f")
+    store.close()
+
+
+def test_kinds_swapped_and_the_longest_names_are_restored(
+    workspace: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    long_name = "n" * 255
+    (workspace / long_name).write_text("long\n")
+    (workspace / "was_file").write_text("a file\n")
+    os.mkdir(workspace / "was_dir", 0o705)
+    (workspace / "was_dir" / "inner").write_text("inner\n")
+    start = tree(workspace)
+    store = WorkspaceStore(data_dir, str(workspace), Limits())
+    before = store.checkpoint()
+    (workspace / long_name).write_text("changed\n")
+    os.unlink(workspace / "was_file")
+    os.mkdir(workspace / "was_file")
+    (workspace / "was_file" / "x").write_text("x\n")
+    shutil.rmtree(workspace / "was_dir")
+    os.symlink(tmp_path, workspace / "was_dir")
+    after = store.checkpoint()
+    store.record(CallRecord("c1", "s", "bash", "swap", 0, 0,
+                            diff_manifests(before.entries, after.entries)))
+    result = undo_call(store, "c1", undo_id="u1", session="s")
+    assert not result.failures
+    assert tree(workspace) == start
     store.close()

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import stat
 
 from acpd.checkpoint.blobs import BlobStore
 from acpd.checkpoint.entries import Entry
 
+_counter = itertools.count()
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 NEW_DIR_MODE = 0o755
 
@@ -65,16 +67,21 @@ class Restorer:
             action()  # type: ignore[operator]
         except (OSError, ValueError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOTDIR, errno.ELOOP):
+                reason = f"a symlink or file stands where a directory was ({reason})"
             self.failures.append((path, reason))
 
     def _clear(self, root_fd: int, path: str, entry: Entry | None) -> None:
         """Remove what is at `path` when the target is absent or of another kind."""
         try:
             parent, name = self._parent(root_fd, path, create=False)
-        except FileNotFoundError:
-            return  # nothing there
         except OSError as exc:
-            self.failures.append((path, f"its parent is not a directory ({exc.strerror})"))
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+                # Nothing of ours is there: no parent, or a link or file in a directory's
+                # place (restored by its own target if the call made it, else the writes
+                # below stop at it and say so).
+                return
+            self.failures.append((path, exc.strerror or str(exc)))
             return
         try:
             self._remove(parent, name, path, entry)
@@ -122,7 +129,8 @@ class Restorer:
 
     def _put(self, root_fd: int, path: str, entry: Entry) -> None:
         parent, name = self._parent(root_fd, path, create=True)
-        temp = f".{name}.acpd-undo-{os.getpid()}"
+        # A short name of our own: the path's name may already be as long as a name can be.
+        temp = f".acpd-undo-{os.getpid()}-{next(_counter)}"
         try:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp, dir_fd=parent)

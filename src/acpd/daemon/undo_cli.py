@@ -129,8 +129,9 @@ def _find(
     """(store, call id or None for `last`), or an error message."""
     if args.call == "last":
         root = os.path.realpath(args.cwd or os.getcwd())
-        if root not in _roots(book, args, data_dir) and not args.cwd:
-            return f"no checkpoints are recorded for {root} (use --cwd)"
+        if root not in _roots(book, args, data_dir):
+            return f"no checkpoints are recorded for {root}" + ("" if args.cwd else
+                                                                 " (use --cwd)")
         return book.store(root), None
     for root in _roots(book, args, data_dir):
         store = book.store(root)
