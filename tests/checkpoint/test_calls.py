@@ -172,3 +172,15 @@ async def test_names_that_are_not_utf8_or_have_newlines_are_checkpointed_and_und
     assert "1 deleted (caf\ufffd\nname.txt)" in result.text
     assert (await r.slash("")).startswith("Undid call-1")
     assert tree(workspace) == start
+
+
+async def test_a_store_that_cannot_be_opened_never_stops_the_call(
+    rig: RigFactory, workspace: Path, data_dir: Path
+) -> None:
+    (data_dir / "checkpoints").write_text("a file where the store's directory goes")
+    r = rig()
+    result = await r.bash("echo ran > ran.txt")
+    assert result.error is None and (workspace / "ran.txt").read_text() == "ran\n"
+    assert "No checkpoint was taken" in r.observer.text("call-1")
+    assert "cannot be undone" in r.observer.text("call-1")
+    assert "[files:" not in result.text

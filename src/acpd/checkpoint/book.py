@@ -98,15 +98,16 @@ class Checkpoints:
         *, tool_id: str = "", locations: list[str] | None = None,
     ) -> Pending:
         """Checkpoint `root` before a call (only its `locations` for a file tool, see
-        SCOPED_TOOLS). Never raises for a store or disk problem: the pending checkpoint
-        then says why there is nothing to undo."""
+        SCOPED_TOOLS). Never raises (but for cancellation): the pending checkpoint then says
+        why there is nothing to undo."""
         started = time.time()
         scope = scope_of(tool_id, root, locations or [])
         try:
             store = await anyio.to_thread.run_sync(self.store, root)
             before = await anyio.to_thread.run_sync(store.checkpoint, scope)
-        except (OSError, sqlite3.Error) as exc:
-            log.warning("no checkpoint before %s: %s", call_id, exc)
+        except Exception as exc:  # a checkpoint problem must never stop the call itself
+            log.log(_level(exc), "no checkpoint before %s: %s", call_id, exc,
+                    exc_info=not isinstance(exc, OSError | sqlite3.Error))
             return Pending(self, None, {}, CallRecord(call_id, session, tool, title, started,
                                                       started, []), f"{exc}")
         record = CallRecord(call_id, session, tool, title, started, started, [],
@@ -126,7 +127,7 @@ class Pending:
 
     async def finish(self, shown: list[str]) -> Outcome:
         """Checkpoint again and record what changed. `shown`: absolute paths the tool's
-        own card already diffs. Never raises for a store or disk problem."""
+        own card already diffs. Never raises (a failure is said in the card)."""
         if self.store is None:
             note = TextItem(f"No checkpoint was taken ({self.problem}): this call cannot "
                             "be undone.")
@@ -140,19 +141,24 @@ class Pending:
             record.changes = changes
             record.notes = _merge(record.notes, after.notes)
             record.complete = record.complete and after.complete
-            if changes:
-                await anyio.to_thread.run_sync(store.record, record)
-        except (OSError, sqlite3.Error) as exc:
-            log.warning("no checkpoint after %s: %s", self.record.id, exc)
+            if not changes:
+                return Outcome([], [], "")
+            await anyio.to_thread.run_sync(store.record, record)
+            items = await anyio.to_thread.run_sync(
+                lambda: card_items(store.root, changes, store.blobs, self.book.settings.card,
+                                   call_id=record.id, shown=shown, notes=record.notes)
+            )
+        except Exception as exc:
+            log.log(_level(exc), "no checkpoint after %s: %s", self.record.id, exc,
+                    exc_info=not isinstance(exc, OSError | sqlite3.Error))
             return Outcome([], [TextItem(f"The checkpoint after this call failed ({exc}): "
                                          "it cannot be undone.")], "")
-        if not changes:
-            return Outcome([], [], "")
-        items = await anyio.to_thread.run_sync(
-            lambda: card_items(store.root, changes, store.blobs, self.book.settings.card,
-                               call_id=record.id, shown=shown, notes=record.notes)
-        )
         return Outcome(changes, items, model_line(changes))
+
+
+def _level(exc: Exception) -> int:
+    """Disk and store problems are warnings; anything else is a bug in this package."""
+    return logging.WARNING if isinstance(exc, OSError | sqlite3.Error) else logging.ERROR
 
 
 def _merge(first: list[str], second: list[str]) -> list[str]:
