@@ -62,7 +62,6 @@ def build_parser() -> argparse.ArgumentParser:
     from acpd.policy.cli_args import register as register_policy
 
     register_undo(sub)
-
     register_policy(sub)
     return parser
 

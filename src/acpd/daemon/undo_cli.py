@@ -78,10 +78,14 @@ def _list(book: Checkpoints, args: argparse.Namespace) -> int:
     if not roots:
         print("No checkpoints are recorded" + (f" for {args.cwd}" if args.cwd else "") + ".")
         return 0
+    printed = False
     for root in roots:
         records = book.store(root).recent(args.session, 20)
         if records or not args.session:
             print(f"{root}:\n{format_list(records)}")
+            printed = True
+    if not printed:
+        print(f"No file-changing calls are recorded for session {args.session}.")
     return 0
 
 
