@@ -6,8 +6,12 @@ Rules:
 - Every entry is `lstat`ed afresh; a file is read (and its bytes saved) only when its stat
   differs from the previous entry for that path, when that entry was racy, or when its
   bytes were not saved before. Nothing learnt in an earlier scan is trusted otherwise.
-- FIFOs, sockets and devices are skipped (never opened) and noted; so are unreadable
-  files and directories, files over the per-file cap, and files the store had no room for.
+- FIFOs, sockets and devices are skipped (never opened; listed in `skipped`). A file that
+  is unreadable, over the per-file cap, beyond the scan's read time budget, or that the
+  store had no room for is an entry without bytes and with a note (its changes are shown,
+  never undone). A directory that cannot be listed, and the store being full, are notes.
+- Files are read for at most `max_read_seconds` per scan; the rest wait for the next scan.
+- `scan_scope` re-scans only some paths (a file tool's), with their ancestors and subtrees.
 - `.git` is walked like anything else; its objects are immutable, so they are saved once.
 - A scan that meets more than `max_entries` entries stops and is marked incomplete: its
   changes are shown, but paths it never reached are unknown.
@@ -246,11 +250,13 @@ class Scanner:
             return _unsaved(st, "not saved yet (checkpoint time budget)")
         result.read_files += 1
         try:
-            data, fst = _read(fd, name)
+            data, fst = _read(fd, name, self.limits.max_file_bytes)
         except OSError as exc:
             return _unsaved(st, f"unreadable: {exc.strerror}")
         if fst is None:
             return _unsaved(st, "not a regular file when opened")
+        if data is None:
+            return _unsaved(fst, TOO_LARGE)  # it grew past the cap while it was read
         digest = self.blobs.put(data)
         if digest is None:
             if not result.store_full:
@@ -271,19 +277,24 @@ def _unsaved(st: os.stat_result, note: str, *, fast: bool = False) -> Entry:
                  st.st_ino, st.st_dev, None, note=note, fast=fast)
 
 
-def _read(fd: int, name: str) -> tuple[bytes, os.stat_result | None]:
-    """The bytes and the stat taken before reading; a stat that moved while reading makes
-    the returned one differ from the file's, so the next scan reads it again."""
+def _read(fd: int, name: str, limit: int) -> tuple[bytes | None, os.stat_result | None]:
+    """The bytes (None past `limit`: the file grew) and the stat taken before reading; a
+    stat that moved while reading makes the returned one differ from the file's, so the
+    next scan reads it again. (None, None): not a regular file once opened."""
     file_fd = os.open(name, FILE_FLAGS, dir_fd=fd)
     try:
         before = os.fstat(file_fd)
         if not stat.S_ISREG(before.st_mode):
-            return b"", None
+            return None, None
         chunks: list[bytes] = []
+        total = 0
         while True:
             chunk = os.read(file_fd, 1 << 20)
             if not chunk:
                 break
+            total += len(chunk)
+            if total > limit:
+                return None, before
             chunks.append(chunk)
         return b"".join(chunks), before
     finally:
