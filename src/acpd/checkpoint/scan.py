@@ -78,25 +78,29 @@ class Scanner:
         self.limits = limits
         self.exclude = exclude
 
-    def scan(self, previous: dict[str, Entry]) -> ScanResult:
-        """Raises OSError when the workspace root itself cannot be opened."""
-        result = ScanResult({}, deadline=self._deadline())
+    def scan(self, previous: dict[str, Entry], *, budget: bool = True) -> ScanResult:
+        """`budget`: stop reading after `max_read_seconds`. Raises OSError when the
+        workspace root itself cannot be opened."""
+        result = ScanResult({}, deadline=self._deadline(budget))
         start = time.time_ns()
         root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         self._walk([(root_fd, "", None)], previous, result, start)
         return result
 
-    def scan_scope(self, previous: dict[str, Entry], scope: list[str]) -> ScanResult | None:
+    def scan_scope(
+        self, previous: dict[str, Entry], scope: list[str], *, budget: bool = True
+    ) -> ScanResult | None:
         """Re-scan only these relative paths (each with its subtree and its ancestors); every
         other path keeps its previous entry. None when a symlink or a file stands where an
         ancestor directory should be (a tool resolving through it could write elsewhere:
         the caller scans everything instead). Raises OSError for an unusable root."""
-        result = ScanResult(dict(previous), deadline=self._deadline())
+        result = ScanResult(dict(previous), deadline=self._deadline(budget))
         entries = result.entries
         start = time.time_ns()
+        chosen = set(scope)
+        for path in [p for p in entries if _within(p, chosen)]:
+            del entries[path]
         for rel in scope:
-            for path in [p for p in entries if p == rel or p.startswith(rel + "/")]:
-                del entries[path]
             root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             found = self._ancestors(root_fd, rel, previous, result)
             if found is None:
@@ -106,9 +110,9 @@ class Scanner:
                 self._walk([(fd, prefix, names)], previous, result, start)
         return result
 
-    def _deadline(self) -> float:
-        budget = self.limits.max_read_seconds
-        return time.monotonic() + budget if budget > 0 else 0.0
+    def _deadline(self, budget: bool) -> float:
+        seconds = self.limits.max_read_seconds
+        return time.monotonic() + seconds if budget and seconds > 0 else 0.0
 
     def _ancestors(
         self, fd: int, rel: str, previous: dict[str, Entry], result: ScanResult,
@@ -270,6 +274,17 @@ class Scanner:
 
 
 TOO_LARGE = "too large to save"
+
+
+def _within(path: str, chosen: set[str]) -> bool:
+    """`path` is one of `chosen` or lies under one."""
+    if path in chosen:
+        return True
+    while "/" in path:
+        path = path.rsplit("/", 1)[0]
+        if path in chosen:
+            return True
+    return False
 
 
 def _unsaved(st: os.stat_result, note: str, *, fast: bool = False) -> Entry:

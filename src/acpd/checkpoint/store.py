@@ -109,23 +109,26 @@ class WorkspaceStore:
 
     # --- checkpoints ----------------------------------------------------------------------
 
-    def checkpoint(self, scope: list[str] | None = None) -> ScanResult:
+    def checkpoint(self, scope: list[str] | None = None, *, budget: bool = True) -> ScanResult:
         """Scan the workspace (or only the `scope` paths, see Scanner.scan_scope) against
-        the manifest and make the result the new manifest. Raises OSError when the
+        the manifest and make the result the new manifest. `budget`: read files for at most
+        `max_read_seconds` (undo reads what it compares in full). Raises OSError when the
         workspace cannot be opened."""
         with self.lock:
-            result = self._scan(scope)
+            result = self._scan(scope, budget)
             if self.blobs.total >= self.limits.max_total_bytes and self._prune():
-                result = self._scan(scope)  # room again: save what was left out
+                result = self._scan(scope, budget)  # room again: save what was left out
             self._save_manifest(result)
             return result
 
-    def _scan(self, scope: list[str] | None) -> ScanResult:
-        result = self.scanner.scan_scope(self.manifest, scope) if scope is not None else None
+    def _scan(self, scope: list[str] | None, budget: bool) -> ScanResult:
+        result = None
+        if scope is not None:
+            result = self.scanner.scan_scope(self.manifest, scope, budget=budget)
         if result is not None:
             result.scoped = True
         else:
-            result = self.scanner.scan(self.manifest)
+            result = self.scanner.scan(self.manifest, budget=budget)
         if result.out_of_time:
             result.note(
                 f"{result.out_of_time} files were not read within the checkpoint's time "
@@ -257,6 +260,17 @@ def _dump(entry: Entry) -> str:
     return json.dumps({
         k: getattr(entry, k) for k in Entry.__slots__
     })
+
+
+def outermost(paths: list[str]) -> list[str]:
+    """The paths none of whose ancestors is in the list (a scope covering all of them)."""
+    chosen = set(paths)
+    kept = []
+    for path in sorted(chosen):
+        parts = path.split("/")
+        if not any("/".join(parts[:n]) in chosen for n in range(1, len(parts))):
+            kept.append(path)
+    return kept
 
 
 def workspaces(data_dir: Path) -> list[str]:

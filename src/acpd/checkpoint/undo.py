@@ -2,9 +2,11 @@
 their state before it.
 
 Rules:
-- A fresh checkpoint is taken first. Each path must still be in the state the call left it
-  in; a path changed since (by a later call, the user, anything) is a conflict, and undo
-  refuses, naming the paths and the later recorded calls that touched them, unless forced.
+- A fresh checkpoint of the call's paths is taken first (read in full, no time budget;
+  the whole workspace when a link or file stands where one of their parents was). Each
+  path must still be in the state the call left it in; a path changed since (by a later
+  call, the user, anything) is a conflict, and undo refuses, naming the paths and the
+  later recorded calls that touched them, unless forced.
   (We do not undo later calls on our own: the user decides, by undoing them first, newest
   first, or by forcing.)
 - A path whose earlier bytes were not saved (over the per-file cap, unreadable, the store
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from acpd.checkpoint.card import printable
 from acpd.checkpoint.entries import Entry, diff_manifests
 from acpd.checkpoint.restore import Restorer
-from acpd.checkpoint.store import CallRecord, WorkspaceStore
+from acpd.checkpoint.store import CallRecord, WorkspaceStore, outermost
 
 MAX_LISTED = 20
 
@@ -68,7 +70,9 @@ def undo_call(
                 f"{call_id} was already undone by {target.undone_by}; "
                 f"`undo {target.undone_by}` redoes it")
         started = time.time()
-        current = store.checkpoint().entries
+        # Only the call's own paths are compared and restored: scan just those, in full.
+        scope = outermost([c.path for c in target.changes]) or None
+        current = store.checkpoint(scope, budget=False).entries
         conflicts = [c.path for c in target.changes if not _same(current.get(c.path), c.after)]
         unsaved = [c.path for c in target.changes
                    if c.before is not None and not c.before.restorable]
@@ -79,7 +83,7 @@ def undo_call(
             c.path: c.before for c in target.changes if c.path not in skip
         }
         failures = Restorer(store.root, store.blobs).apply(targets)
-        after = store.checkpoint().entries
+        after = store.checkpoint(scope, budget=False).entries
         changes = diff_manifests(current, after)
         record = CallRecord(
             undo_id, session, "undo", f"Undo {call_id}", started, time.time(), changes,
