@@ -251,3 +251,23 @@ def test_kinds_swapped_and_the_longest_names_are_restored(
     assert not result.failures
     assert tree(workspace) == start
     store.close()
+
+
+def test_undo_reads_the_call_s_paths_in_full_whatever_the_time_budget(
+    workspace: Path, data_dir: Path
+) -> None:
+    store = WorkspaceStore(data_dir, str(workspace), Limits())
+    before = store.checkpoint()
+    (workspace / "hello.txt").write_text("edited\n")
+    (workspace / "made.txt").write_text("made\n")
+    after = store.checkpoint()
+    store.record(CallRecord("c1", "s", "bash", "edit", 0, 0,
+                            diff_manifests(before.entries, after.entries)))
+    store.close()
+    time.sleep(0.01)
+    (workspace / "made.txt").write_text("made\n")  # same bytes, new stat: must be re-read
+    hurried = WorkspaceStore(data_dir, str(workspace), Limits(max_read_seconds=1e-9))
+    result = undo_call(hurried, "c1", undo_id="u1", session="s")
+    assert not result.failures and not (workspace / "made.txt").exists()
+    assert (workspace / "hello.txt").read_text() == "hello from the workspace\n"
+    hurried.close()
