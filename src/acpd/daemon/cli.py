@@ -58,8 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("-n", "--lines", type=int, default=20, help="how many (default 20)")
     tail.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
 
+    from acpd.daemon.undo_cli import register as register_undo
     from acpd.policy.cli_args import register as register_policy
 
+    register_undo(sub)
     register_policy(sub)
     return parser
 
@@ -107,6 +109,10 @@ def _run_command(args: argparse.Namespace) -> int:
         from acpd.policy.cli import run as run_policy
 
         return run_policy(args)
+    if args.command == "undo":
+        from acpd.daemon.undo_cli import run as run_undo
+
+        return run_undo(args)
     if args.command in ("tools", "audit"):
         from acpd.daemon.tools_cli import run_cli
 

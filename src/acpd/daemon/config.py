@@ -260,6 +260,24 @@ class WebConfig(Section):
         )
 
 
+class CheckpointConfig(Section):
+    """`[tools.checkpoint]`: the workspace checkpoints taken around calls that may change
+    files, for /undo and `acpd undo` (acpd/checkpoint)."""
+
+    enabled: bool = True
+    max_file_bytes: int = Field(16 << 20, ge=0)
+    """Files larger than this are listed but not saved (their changes cannot be undone)."""
+    max_total_bytes: int = Field(2 << 30, ge=0)
+    """All saved bytes of one workspace; past it the oldest call records are dropped."""
+    max_entries: int = Field(200_000, ge=1)
+    """A checkpoint stops after this many paths (and says so)."""
+    max_read_seconds: float = Field(5.0, ge=0)
+    """A checkpoint reads files for at most this long; the rest are read by the next ones
+    (0: no limit)."""
+    max_diffs: int = Field(20, ge=0, le=1000)
+    max_diff_bytes: int = Field(256 * 1024, ge=0)
+
+
 class ToolsConfig(Section):
     enabled: list[str] = Field(default_factory=lambda: ["core__*"])
     """Globs on tool ids (or names); anything not matched is denied and never shown."""
@@ -275,6 +293,7 @@ class ToolsConfig(Section):
     filters: FiltersConfig = Field(default_factory=FiltersConfig)
     overflow: OverflowConfig = Field(default_factory=OverflowConfig)
     web: WebConfig = Field(default_factory=WebConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
 
     def rule_entries(self) -> dict[str, list[tuple[str, Literal["allow", "ask", "deny"]]]]:
         """Every rule as (pattern, action), by tool, whichever form the file used."""

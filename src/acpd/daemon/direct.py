@@ -33,13 +33,21 @@ BUILTIN = {
     "policy": "Show what runs without asking in this mode",
     "clear": "Forget the conversation so far (the log stays)",
     "unblock": "Lift the block the failure detector put on a tool: /unblock TOOL",
+    "undo": "Undo the files a tool call changed: /undo (the last), /undo CALL_ID, /undo list",
 }
+HINTS = {"undo": "list, or a call id (blank: the last call)"}
 
 
 def commands(pipeline: ToolPipeline) -> list[acp.AvailableCommand]:
     """The built-in commands, then one per enabled tool (a tool that is not enabled is never
     offered; one the mode denies is, and says so when run)."""
-    listed = [acp.AvailableCommand(name=name, description=d) for name, d in BUILTIN.items()]
+    listed = [
+        acp.AvailableCommand(
+            name=name, description=d, input={"hint": HINTS[name]} if name in HINTS else None
+        )
+        for name, d in BUILTIN.items()
+        if name != "undo" or pipeline.checkpoints is not None
+    ]
     for spec in pipeline.registry:
         if not pipeline.policy.is_enabled(spec):
             continue
@@ -59,6 +67,9 @@ async def run_slash(
 ) -> None:
     name, _, rest = text[1:].partition(" ")
     rest = rest.strip()
+    if name == "undo":
+        await session.say(await _undo(rest, pipeline, env))
+        return
     if name in BUILTIN:
         await session.say(_builtin(name, rest, session, pipeline, env, model))
         return
@@ -86,6 +97,14 @@ def _failure(spec: ToolSpec, error: ToolError) -> str:
     if error.category in (ErrorCategory.INVALID_PARAMETERS, ErrorCategory.TYPE_MISMATCH):
         return f"/{spec.name}: {error.message}\n{usage(spec)}"
     return error.format_for_model()
+
+
+async def _undo(rest: str, pipeline: ToolPipeline, env: CallEnv) -> str:
+    if pipeline.checkpoints is None:
+        return "Checkpoints are off ([tools.checkpoint] enabled = false, or no data dir)."
+    from acpd.checkpoint.commands import slash_undo
+
+    return await slash_undo(rest, pipeline.checkpoints, env, pipeline.audit)
 
 
 def parse_arguments(spec: ToolSpec, rest: str) -> tuple[dict[str, object], str | None]:

@@ -20,6 +20,7 @@ from acpd.tools.retry import with_retry
 from acpd.tools.spec import (
     CallStatus,
     ContentItem,
+    DiffItem,
     Effect,
     TextItem,
     ToolCallView,
@@ -29,6 +30,7 @@ from acpd.tools.spec import (
 )
 
 if TYPE_CHECKING:
+    from acpd.checkpoint.book import Outcome, Pending
     from acpd.tools.pipeline import CallEnv, ToolPipeline
 
 log = logging.getLogger("acpd.tools")
@@ -71,20 +73,32 @@ async def _run(
     if spec.effect is not Effect.READ_ONLY:
         # It may change files whatever its outcome (a failing command can still write).
         state.cache.invalidate()
+    files: Outcome | None = None
     if output is None:
+        pending: Pending | None = None
         try:
+            pending = await _checkpoint(pipeline, call, spec, view, env)
             output = await _attempts(pipeline, call, spec, parsed, view, env, ctx)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
+                files = await _changes(pending, ())
                 err = ToolError(ErrorCategory.CANCELLED, "the turn was cancelled")
                 pipeline.audit_call(call, spec, env, None, err)
-                await close_card(view, env, "failed", "Cancelled.", view.content)
+                extra = [*view.content, *(files.items if files else ())]
+                await close_card(view, env, "failed", "Cancelled.", extra)
             raise
         except ToolError as err:
             state.anomaly.record(spec.id, err.category not in _DECISIONS)
-            record = pipeline.audit_call(call, spec, env, None, err)
-            await close_card(view, env, "failed", err.message)
-            return failed_result(call, err, record)
+            with anyio.CancelScope(shield=pending is not None):
+                # A cancel that arrives while the changes are read must not leave the card open.
+                files = await _changes(pending, ())
+                record = pipeline.audit_call(call, spec, env, None, err)
+                await close_card(view, env, "failed", err.message, files.items if files else ())
+            result = failed_result(call, err, record)
+            if files is not None and files.line:
+                result.text += f"\n{files.line}"
+            return result
+        files = await _changes(pending, output.content)
         if key is not None:
             state.cache.put(key, output)
         state.anomaly.record(spec.id, False)
@@ -104,12 +118,37 @@ async def _run(
         await close_card(view, env, "failed", unaudited.message, output.content)
         return failed_result(call, unaudited, record)
     status: CallStatus = "failed" if output.failed else "completed"
-    await close_card(view, env, status, shown.card, output.content)
+    extra = [*output.content, *(files.items if files is not None else ())]
+    await close_card(view, env, status, shown.card, extra)
     text = shown.text
+    if files is not None and files.line:
+        text += ("" if not text or text.endswith("\n") else "\n") + files.line
     return CallResult(
         call.id, call.name, text, None, call.started, call.ended, failed=output.failed,
         record=record,
     )
+
+
+async def _checkpoint(
+    pipeline: ToolPipeline, call: Call, spec: ToolSpec, view: ToolCallView, env: CallEnv
+) -> Pending | None:
+    """A checkpoint of the workspace before a call that may change files (see
+    acpd/checkpoint); None when checkpoints are off or the tool is read-only."""
+    book = pipeline.checkpoints
+    if book is None or spec.effect is Effect.READ_ONLY:
+        return None
+    return await book.begin(call.id, env.session_id, call.name, view.title, env.cwd,
+                            tool_id=spec.id, locations=view.locations)
+
+
+async def _changes(pending: Pending | None, content: Sequence[ContentItem]) -> Outcome | None:
+    """What the call created, changed and deleted (after it, however it ended)."""
+    if pending is None:
+        return None
+    outcome: Outcome | None = None
+    with anyio.CancelScope(shield=True):  # the call ran: what it changed is always recorded
+        outcome = await pending.finish([i.path for i in content if isinstance(i, DiffItem)])
+    return outcome
 
 
 THREAD_OUTPUT_CHARS = 64 * 1024

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.lowlevel
@@ -39,6 +39,9 @@ from acpd.tools.retry import RetryPolicy
 from acpd.tools.shellpolicy import ShellPolicies, judge_call
 from acpd.tools.spec import TextItem, ToolCallView, ToolInvocationRecord, ToolSpec
 from acpd.tools.state import SessionTools
+
+if TYPE_CHECKING:
+    from acpd.checkpoint.book import Checkpoints
 
 log = logging.getLogger("acpd.tools")
 
@@ -95,6 +98,7 @@ class ToolPipeline:
         self, registry: ToolRegistry, policy: ToolPolicy | None = None,
         audit: AuditLog | None = None, retry: RetryPolicy | None = None,
         shell: ShellPolicies | None = None, output: OutputStage | None = None,
+        checkpoints: Checkpoints | None = None,
     ) -> None:
         self.registry = registry
         self.policy = policy or ToolPolicy()
@@ -104,6 +108,8 @@ class ToolPipeline:
         self.output = output or OutputStage()
         """Filters, secret redaction and overflow for every output (tools/output.py)."""
         """The shell policy that judges bash commands (None: mode and rules only)."""
+        self.checkpoints = checkpoints
+        """Workspace checkpoints around calls that may change files, for undo (None: off)."""
 
     def catalog(self, mode: str, state: SessionTools | None = None) -> list[tuple[str, ToolSpec]]:
         """(name, spec) of each tool the model may be shown now, in executor order: never a

@@ -24,6 +24,7 @@ from acpd.tools.shellpolicy import ShellPolicies, ShellPolicySettings
 from acpd.tools.state import SessionToolSettings
 
 if TYPE_CHECKING:
+    from acpd.checkpoint import Checkpoints
     from acpd.daemon.config import ToolsConfig
 
 log = logging.getLogger("acpd.tools")
@@ -77,7 +78,8 @@ def build_toolkit(
         tuple(sh.trusted_workspaces), tuple(sh.plugin_paths()),
     ))
     output = build_output_stage(tools, config_dir)
-    pipeline = ToolPipeline(registry, policy, audit, retry, shell, output=output)
+    pipeline = ToolPipeline(registry, policy, audit, retry, shell, output=output,
+                            checkpoints=build_checkpoints(tools, data_dir))
     reloader = None
     if config_dir is not None or config_file is not None:
         reloader = OutputReloader(
@@ -86,6 +88,19 @@ def build_toolkit(
         )
         shell.add_watcher(reloader.watch)
     return Toolkit(pipeline, settings, book, reloader)
+
+
+def build_checkpoints(tools: ToolsConfig, data_dir: Path | None) -> Checkpoints | None:
+    """`[tools.checkpoint]`: stores under the data dir (none without one)."""
+    c = tools.checkpoint
+    if data_dir is None or not c.enabled:
+        return None
+    from acpd.checkpoint import CardLimits, Checkpoints, CheckpointSettings, Limits
+
+    return Checkpoints(data_dir, CheckpointSettings(
+        True, Limits(c.max_file_bytes, c.max_total_bytes, c.max_entries, c.max_read_seconds),
+        CardLimits(c.max_diffs, c.max_diff_bytes),
+    ))
 
 
 def filter_settings(tools: ToolsConfig) -> FilterSettings:

@@ -1,0 +1,165 @@
+"""The runner's side of checkpoints: one store per workspace under the data dir, a
+checkpoint before a call that may change files and one after it, and what to show.
+
+The runner (tools/execution.py) calls `begin()` before it executes a call whose effect is not
+read-only, and `Pending.finish()` after it, however it ended (also when it failed, timed out
+or was cancelled: a failing command can still have written). Both scans run in a worker
+thread. A checkpoint that cannot be taken (the data dir is not writable, the workspace is
+gone) never stops the call: its card says that nothing was saved, so no undo is offered.
+
+Nothing here imports the daemon; the daemon builds one `Checkpoints` and lends it to the
+runner (`ToolPipeline.checkpoints`) and to the `/undo` command.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio.to_thread
+
+from acpd.checkpoint.card import CardLimits, card_items, model_line
+from acpd.checkpoint.entries import Change, Entry, diff_manifests
+from acpd.checkpoint.scan import Limits
+from acpd.checkpoint.store import CallRecord, WorkspaceStore
+from acpd.tools.spec import ContentItem, TextItem
+
+log = logging.getLogger("acpd.checkpoint")
+
+SCOPED_TOOLS = frozenset({
+    "core__write", "core__edit", "core__create_directory", "core__delete_path",
+    "core__move_path", "core__copy_path",
+})
+"""File tools that change only the paths they name (their locations, with subtrees and
+missing parents): their checkpoints re-scan just those. Everything else (bash, plugins, MCP
+tools) may change anything and gets a full scan."""
+
+
+def scope_of(tool_id: str, root: str, locations: list[str]) -> list[str] | None:
+    """The paths (relative to root) a scoped checkpoint covers; None: scan everything."""
+    if tool_id not in SCOPED_TOOLS or not locations:
+        return None
+    scope = []
+    for location in locations:
+        rel = os.path.relpath(os.path.normpath(location), root)
+        if rel == "." or rel == ".." or rel.startswith(".." + os.sep):
+            return None
+        scope.append(rel.replace(os.sep, "/"))
+    return scope
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointSettings:
+    enabled: bool = True
+    limits: Limits = field(default_factory=Limits)
+    card: CardLimits = field(default_factory=CardLimits)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one call changed, for the card and the model."""
+
+    changes: list[Change]
+    items: list[ContentItem]
+    line: str
+    """For the model: `[files: ...]`, or "" when nothing changed."""
+
+
+class Checkpoints:
+    def __init__(self, data_dir: Path, settings: CheckpointSettings | None = None) -> None:
+        self.data_dir = data_dir.absolute()
+        self.settings = settings or CheckpointSettings()
+        self._stores: dict[str, WorkspaceStore] = {}
+        self._lock = threading.Lock()
+
+    def store(self, root: str) -> WorkspaceStore:
+        """The workspace's store, opened once. Raises OSError or sqlite3.Error."""
+        real = os.path.realpath(root)
+        with self._lock:
+            store = self._stores.get(real)
+            if store is None:
+                store = WorkspaceStore(self.data_dir, real, self.settings.limits)
+                self._stores[real] = store
+            return store
+
+    def close(self) -> None:
+        with self._lock:
+            for store in self._stores.values():
+                store.close()
+            self._stores.clear()
+
+    async def begin(
+        self, call_id: str, session: str, tool: str, title: str, root: str,
+        *, tool_id: str = "", locations: list[str] | None = None,
+    ) -> Pending:
+        """Checkpoint `root` before a call (only its `locations` for a file tool, see
+        SCOPED_TOOLS). Never raises (but for cancellation): the pending checkpoint then says
+        why there is nothing to undo."""
+        started = time.time()
+        scope = scope_of(tool_id, root, locations or [])
+        try:
+            store = await anyio.to_thread.run_sync(self.store, root)
+            before = await anyio.to_thread.run_sync(store.checkpoint, scope)
+        except Exception as exc:  # a checkpoint problem must never stop the call itself
+            log.log(_level(exc), "no checkpoint before %s: %s", call_id, exc,
+                    exc_info=not isinstance(exc, OSError | sqlite3.Error))
+            return Pending(self, None, {}, CallRecord(call_id, session, tool, title, started,
+                                                      started, []), f"{exc}")
+        record = CallRecord(call_id, session, tool, title, started, started, [],
+                            list(before.notes), before.complete)
+        return Pending(self, store, before.entries, record, None,
+                       scope if before.scoped else None)
+
+
+@dataclass(slots=True)
+class Pending:
+    book: Checkpoints
+    store: WorkspaceStore | None
+    before: dict[str, Entry]
+    record: CallRecord
+    problem: str | None
+    scope: list[str] | None = None
+
+    async def finish(self, shown: list[str]) -> Outcome:
+        """Checkpoint again and record what changed. `shown`: absolute paths the tool's
+        own card already diffs. Never raises (a failure is said in the card)."""
+        if self.store is None:
+            note = TextItem(f"No checkpoint was taken ({self.problem}): this call cannot "
+                            "be undone.")
+            return Outcome([], [note], "")
+        store = self.store
+        try:
+            after = await anyio.to_thread.run_sync(store.checkpoint, self.scope)
+            changes = diff_manifests(self.before, after.entries)
+            record = self.record
+            record.ended = time.time()
+            record.changes = changes
+            record.notes = _merge(record.notes, after.notes)
+            record.complete = record.complete and after.complete
+            if not changes:
+                return Outcome([], [], "")
+            await anyio.to_thread.run_sync(store.record, record)
+            items = await anyio.to_thread.run_sync(
+                lambda: card_items(store.root, changes, store.blobs, self.book.settings.card,
+                                   call_id=record.id, shown=shown, notes=record.notes)
+            )
+        except Exception as exc:
+            log.log(_level(exc), "no checkpoint after %s: %s", self.record.id, exc,
+                    exc_info=not isinstance(exc, OSError | sqlite3.Error))
+            return Outcome([], [TextItem(f"The checkpoint after this call failed ({exc}): "
+                                         "it cannot be undone.")], "")
+        return Outcome(changes, items, model_line(changes))
+
+
+def _level(exc: Exception) -> int:
+    """Disk and store problems are warnings; anything else is a bug in this package."""
+    return logging.WARNING if isinstance(exc, OSError | sqlite3.Error) else logging.ERROR
+
+
+def _merge(first: list[str], second: list[str]) -> list[str]:
+    return list(dict.fromkeys([*first, *second]))

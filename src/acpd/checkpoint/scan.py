@@ -1,0 +1,316 @@
+"""One checkpoint: walk the workspace from held directory fds and save what changed.
+
+Rules:
+- Never follows a symlink: every directory is opened with O_NOFOLLOW relative to its
+  parent's fd, every file with O_NOFOLLOW; a symlink is recorded as its target text.
+- Every entry is `lstat`ed afresh; a file is read (and its bytes saved) only when its stat
+  differs from the previous entry for that path, when that entry was racy, or when its
+  bytes were not saved before. Nothing learnt in an earlier scan is trusted otherwise.
+- FIFOs, sockets and devices are skipped (never opened; listed in `skipped`). A file that
+  is unreadable, over the per-file cap, beyond the scan's read time budget, or that the
+  store had no room for is an entry without bytes and with a note (its changes are shown,
+  never undone). A directory that cannot be listed, and the store being full, are notes.
+- Files are read for at most `max_read_seconds` per scan; the rest wait for the next scan.
+- `scan_scope` re-scans only some paths (a file tool's), with their ancestors and subtrees.
+- `.git` is walked like anything else; its objects are immutable, so they are saved once.
+- A scan that meets more than `max_entries` entries stops and is marked incomplete: its
+  changes are shown, but paths it never reached are unknown.
+- Paths in `exclude` (by device and inode: the checkpoint store itself, when it lies inside
+  the workspace) are not walked.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+
+from acpd.checkpoint.blobs import BlobStore
+from acpd.checkpoint.entries import RACY_NS, Entry
+
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+MAX_NOTES = 50
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_file_bytes: int = 16 << 20
+    max_total_bytes: int = 2 << 30
+    max_entries: int = 200_000
+    max_read_seconds: float = 5.0
+    """A scan reads files for at most this long; files it had no time for are marked not
+    saved (and are read by the next scans), so a first checkpoint of a huge workspace is
+    spread over several calls instead of holding the first one up."""
+
+
+@dataclass(slots=True)
+class ScanResult:
+    entries: dict[str, Entry]
+    notes: list[str] = field(default_factory=list)
+    complete: bool = True
+    skipped: list[str] = field(default_factory=list)
+    store_full: bool = False
+    deadline: float = 0.0
+    """time.monotonic() after which files are no longer read (0: not set)."""
+    out_of_time: int = 0
+    scoped: bool = False
+    """Only some paths were scanned (a file tool's); the others kept their entries."""
+    read_files: int = 0
+    """How many files were read (and saved when new) in this scan."""
+
+    def note(self, text: str) -> None:
+        if len(self.notes) < MAX_NOTES:
+            self.notes.append(text)
+        elif len(self.notes) == MAX_NOTES:
+            self.notes.append("(more notes left out)")
+
+
+class Scanner:
+    def __init__(
+        self, root: str, blobs: BlobStore, limits: Limits,
+        exclude: frozenset[tuple[int, int]] = frozenset(),
+    ) -> None:
+        self.root = root
+        self.blobs = blobs
+        self.limits = limits
+        self.exclude = exclude
+
+    def scan(self, previous: dict[str, Entry], *, budget: bool = True) -> ScanResult:
+        """`budget`: stop reading after `max_read_seconds`. Raises OSError when the
+        workspace root itself cannot be opened."""
+        result = ScanResult({}, deadline=self._deadline(budget))
+        start = time.time_ns()
+        root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self._walk([(root_fd, "", None)], previous, result, start)
+        return result
+
+    def scan_scope(
+        self, previous: dict[str, Entry], scope: list[str], *, budget: bool = True
+    ) -> ScanResult | None:
+        """Re-scan only these relative paths (each with its subtree and its ancestors); every
+        other path keeps its previous entry. None when a symlink or a file stands where an
+        ancestor directory should be (a tool resolving through it could write elsewhere:
+        the caller scans everything instead). Raises OSError for an unusable root."""
+        result = ScanResult(dict(previous), deadline=self._deadline(budget))
+        entries = result.entries
+        start = time.time_ns()
+        chosen = set(scope)
+        for path in [p for p in entries if _within(p, chosen)]:
+            del entries[path]
+        for rel in scope:
+            root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            found = self._ancestors(root_fd, rel, previous, result)
+            if found is None:
+                return None
+            if isinstance(found, tuple):
+                fd, prefix, names = found
+                self._walk([(fd, prefix, names)], previous, result, start)
+        return result
+
+    def _deadline(self, budget: bool) -> float:
+        seconds = self.limits.max_read_seconds
+        return time.monotonic() + seconds if budget and seconds > 0 else 0.0
+
+    def _ancestors(
+        self, fd: int, rel: str, previous: dict[str, Entry], result: ScanResult,
+    ) -> tuple[int, str, list[str]] | bool | None:
+        """Open the directories down to `rel`'s parent, recording them; the walk item for
+        `rel` itself; False when a parent is missing; None for a link or file on the way."""
+        *dirs, name = rel.split("/")
+        prefix = ""
+        try:
+            for part in dirs:
+                path = prefix + part
+                try:
+                    st = os.lstat(part, dir_fd=fd)
+                except FileNotFoundError:
+                    for gone in [p for p in result.entries if p.startswith(path + "/")]:
+                        del result.entries[gone]
+                    result.entries.pop(path, None)
+                    os.close(fd)
+                    return False
+                if not stat.S_ISDIR(st.st_mode):
+                    os.close(fd)
+                    return None
+                old = previous.get(path)
+                mode = st.st_mode & 0o7777
+                keep = old is not None and old.kind == "d" and old.mode == mode
+                result.entries[path] = old if keep and old is not None else Entry("d", mode)
+                child = os.open(part, DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = child
+                prefix = path + "/"
+        except OSError:
+            os.close(fd)
+            return None
+        return fd, prefix, [name]
+
+    def _walk(
+        self, stack: list[tuple[int, str, list[str] | None]], previous: dict[str, Entry],
+        result: ScanResult, start: int,
+    ) -> None:
+        try:
+            while stack:
+                fd, prefix, only = stack.pop()
+                try:
+                    self._directory(fd, prefix, previous, result, stack, start, only)
+                finally:
+                    os.close(fd)
+        finally:
+            for fd, _, _ in stack:
+                os.close(fd)
+
+    def _directory(
+        self, fd: int, prefix: str, previous: dict[str, Entry], result: ScanResult,
+        stack: list[tuple[int, str, list[str] | None]], start: int,
+        only: list[str] | None = None,
+    ) -> None:
+        entries = result.entries
+        try:
+            listing = os.listdir(fd) if only is None else only
+        except OSError as exc:
+            result.note(f"{prefix or '.'}: cannot list ({exc.strerror}); its files are unknown")
+            result.complete = False
+            return
+        limit = self.limits.max_entries
+        if len(entries) + len(listing) > limit:
+            listing = listing[: max(0, limit - len(entries))]
+            if result.complete:
+                result.note(f"more than {limit} entries: stopped here")
+            result.complete = False
+        lstat = os.lstat
+        get = previous.get
+        for name in listing:
+            rel = prefix + name
+            try:
+                st = lstat(name, dir_fd=fd)
+            except FileNotFoundError:
+                continue  # gone while we looked
+            mode = st.st_mode
+            old = get(rel)
+            if stat.S_ISREG(mode):
+                # The hot path, inlined: an unchanged file is one lstat and a comparison.
+                # (Any chmod, write or rename moves the ctime, which no one can set back.)
+                if (
+                    old is not None and old.fast and old.ctime_ns == st.st_ctime_ns
+                    and old.mtime_ns == st.st_mtime_ns and old.size == st.st_size
+                    and old.ino == st.st_ino and old.dev == st.st_dev
+                ):
+                    entries[rel] = old
+                else:
+                    entries[rel] = self._file(fd, name, rel, st, result, start)
+            elif stat.S_ISDIR(mode):
+                if (st.st_dev, st.st_ino) in self.exclude:
+                    continue
+                if old is not None and old.kind == "d" and old.mode == mode & 0o7777:
+                    entries[rel] = old
+                else:
+                    entries[rel] = Entry("d", mode & 0o7777)
+                self._descend(fd, name, rel, result, stack)
+            elif stat.S_ISLNK(mode):
+                entries[rel] = self._link(fd, name, st, old, result, rel)
+            else:
+                result.skipped.append(rel)  # FIFO, socket or device: never opened
+
+    def _descend(
+        self, fd: int, name: str, rel: str, result: ScanResult,
+        stack: list[tuple[int, str, list[str] | None]],
+    ) -> None:
+        try:
+            stack.append((os.open(name, DIR_FLAGS, dir_fd=fd), rel + "/", None))
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                result.note(f"{rel}: replaced while it was walked; not saved")
+            else:
+                result.note(f"{rel}: cannot open ({exc.strerror}); its files are unknown")
+            result.complete = False
+
+    def _link(
+        self, fd: int, name: str, st: os.stat_result, old: Entry | None, result: ScanResult,
+        rel: str,
+    ) -> Entry:
+        if old is not None and old.kind == "l" and old.same_stat(st):
+            return old
+        try:
+            target = os.readlink(name, dir_fd=fd)
+        except OSError as exc:
+            result.note(f"{rel}: cannot read the link ({exc.strerror})")
+            target = ""
+        return Entry("l", st.st_mode & 0o7777, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                     st.st_ino, st.st_dev, target=target)
+
+    def _file(
+        self, fd: int, name: str, rel: str, st: os.stat_result, result: ScanResult, start: int,
+    ) -> Entry:
+        if st.st_size > self.limits.max_file_bytes:
+            return _unsaved(st, TOO_LARGE, fast=True)
+        if result.deadline > 0 and time.monotonic() > result.deadline:
+            result.deadline = -1.0  # from now on, no more reading in this scan
+        if result.deadline < 0:
+            result.out_of_time += 1
+            return _unsaved(st, "not saved yet (checkpoint time budget)")
+        result.read_files += 1
+        try:
+            data, fst = _read(fd, name, self.limits.max_file_bytes)
+        except OSError as exc:
+            return _unsaved(st, f"unreadable: {exc.strerror}")
+        if fst is None:
+            return _unsaved(st, "not a regular file when opened")
+        if data is None:
+            return _unsaved(fst, TOO_LARGE)  # it grew past the cap while it was read
+        digest = self.blobs.put(data)
+        if digest is None:
+            if not result.store_full:
+                result.store_full = True
+                result.note(f"the checkpoint store is full ({self.limits.max_total_bytes} "
+                            "bytes): some files were not saved")
+            return _unsaved(fst, "store full")
+        racy = max(fst.st_mtime_ns, fst.st_ctime_ns) >= start - RACY_NS
+        return Entry("f", fst.st_mode & 0o7777, fst.st_size, fst.st_mtime_ns, fst.st_ctime_ns,
+                     fst.st_ino, fst.st_dev, digest, racy=racy, fast=not racy)
+
+
+TOO_LARGE = "too large to save"
+
+
+def _within(path: str, chosen: set[str]) -> bool:
+    """`path` is one of `chosen` or lies under one."""
+    if path in chosen:
+        return True
+    while "/" in path:
+        path = path.rsplit("/", 1)[0]
+        if path in chosen:
+            return True
+    return False
+
+
+def _unsaved(st: os.stat_result, note: str, *, fast: bool = False) -> Entry:
+    return Entry("f", st.st_mode & 0o7777, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                 st.st_ino, st.st_dev, None, note=note, fast=fast)
+
+
+def _read(fd: int, name: str, limit: int) -> tuple[bytes | None, os.stat_result | None]:
+    """The bytes (None past `limit`: the file grew) and the stat taken before reading; a
+    stat that moved while reading makes the returned one differ from the file's, so the
+    next scan reads it again. (None, None): not a regular file once opened."""
+    file_fd = os.open(name, FILE_FLAGS, dir_fd=fd)
+    try:
+        before = os.fstat(file_fd)
+        if not stat.S_ISREG(before.st_mode):
+            return None, None
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = os.read(file_fd, 1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > limit:
+                return None, before
+            chunks.append(chunk)
+        return b"".join(chunks), before
+    finally:
+        os.close(file_fd)
