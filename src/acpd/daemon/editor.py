@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 
+from acpd.daemon.confine import RulesSource, confine, editor_launch
 from acpd.daemon.errors import PeerError
 from acpd.daemon.local import QUIET_ENV, LocalFileSystem, check_cwd
 from acpd.daemon.rpc import Connection
@@ -75,26 +76,44 @@ class EditorFileSystem:
 
 
 class EditorTerminalRunner:
-    """Runs `bash -c COMMAND` in an editor terminal that the tool call embeds."""
+    """Runs `bash -c COMMAND` in an editor terminal that the tool call embeds, inside the
+    kernel sandbox: the editor runs acpd's launcher (daemon/confine.py `editor_launch`)."""
 
     def __init__(
-        self, conn: Connection, session_id: str, *, poll_interval: float = POLL_INTERVAL
+        self, conn: Connection, session_id: str, *, poll_interval: float = POLL_INTERVAL,
+        rules: RulesSource | None = None,
     ) -> None:
         self._conn = conn
         self._session_id = session_id
         self._poll_interval = poll_interval
+        self._rules = rules
 
     async def run(
         self, request: CommandRequest, on_terminal: OnTerminal, on_output: OnOutput
     ) -> CommandResult:
         check_cwd(request)
-        env = [{"name": k, "value": v} for k, v in {**QUIET_ENV, **request.env}.items()]
+        confined = await confine(request, self._rules)
+        launch = editor_launch(confined, request.command)
+        try:
+            result = await self._run(request, launch.command, launch.args,
+                                     {**QUIET_ENV, **launch.env, **request.env},
+                                     on_terminal, on_output)
+        finally:
+            launch.cleanup()
+        result.sandbox, result.sandbox_notes = confined.label, confined.notes
+        return result
+
+    async def _run(
+        self, request: CommandRequest, command: str, args: list[str], variables: dict[str, str],
+        on_terminal: OnTerminal, on_output: OnOutput,
+    ) -> CommandResult:
+        env = [{"name": k, "value": v} for k, v in variables.items()]
         created = await self._request(
             "terminal/create",
             {
                 "sessionId": self._session_id,
-                "command": "bash",
-                "args": ["-c", request.command],
+                "command": command,
+                "args": args,
                 "env": env,
                 "cwd": request.cwd,
                 "outputByteLimit": request.output_byte_limit,

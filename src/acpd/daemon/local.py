@@ -18,6 +18,7 @@ import anyio.abc
 import anyio.to_thread
 
 from acpd.daemon.config import DEFAULT_ENV_BLOCKLIST
+from acpd.daemon.confine import RulesSource, confine
 from acpd.tools.capabilities import CommandRequest, CommandResult, OnOutput, OnTerminal
 
 KILL_GRACE = 2.0
@@ -122,23 +123,27 @@ class TailBuffer:
 
 
 class LocalCommandRunner:
-    """Runs bash in its own process group; timeout and cancellation kill the whole group."""
+    """Runs bash in the kernel sandbox (daemon/confine.py), in its own process group; timeout
+    and cancellation kill the group, and with it the sandbox's PID namespace (every process
+    the command started, `setsid` and double forks included)."""
 
     def __init__(
         self, track: Callable[[anyio.abc.Process], None] | None = None, *,
-        env_blocklist: Sequence[str] = DEFAULT_ENV_BLOCKLIST,
+        env_blocklist: Sequence[str] = DEFAULT_ENV_BLOCKLIST, rules: RulesSource | None = None,
     ) -> None:
         self._track = track
         self._blocked = env_matcher(env_blocklist)
+        self._rules = rules
 
     async def run(
         self, request: CommandRequest, on_terminal: OnTerminal, on_output: OnOutput
     ) -> CommandResult:
         check_cwd(request)
+        confined = await confine(request, self._rules)
         combined = TailBuffer(request.output_byte_limit)
         errors = TailBuffer(request.output_byte_limit)
         process = await anyio.open_process(
-            ["bash", "-c", request.command],
+            confined.argv(request.command),
             cwd=request.cwd,
             env=child_env(request.env, self._blocked),
             stdin=subprocess.DEVNULL,
@@ -174,6 +179,8 @@ class LocalCommandRunner:
             timed_out=timed_out,
             truncated=combined.truncated,
             stderr=errors.text(),
+            sandbox=confined.label,
+            sandbox_notes=confined.notes,
         )
 
 

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from acpd.daemon import direct, updates
+from acpd.daemon.confine import policy_rules
 from acpd.daemon.editor import EditorFileSystem, EditorTerminalRunner
 from acpd.daemon.errors import SessionBusy, SessionNotFound
 from acpd.daemon.local import LocalCommandRunner
@@ -259,10 +260,11 @@ class SessionMethods:
     def _env(self, session: Session) -> CallEnv:
         rt, client = self.rt, self.client()
         shell = rt.config.tools.shell
+        rules = policy_rules(rt.pipeline.shell) if rt.pipeline.shell is not None else None
         runner: CommandRunner = (
-            EditorTerminalRunner(self.conn, session.id)
+            EditorTerminalRunner(self.conn, session.id, rules=rules)
             if client.terminal
-            else LocalCommandRunner(env_blocklist=shell.env_blocklist)
+            else LocalCommandRunner(env_blocklist=shell.env_blocklist, rules=rules)
         )
         if shell.transactional:
             from acpd.tools.transaction import TransactionalRunner, TransactionSettings

