@@ -80,7 +80,8 @@ def test_git_hooks_and_config_cannot_be_written_in_any_repository(
             f"printf x > {repo}/hooks/pre-commit", f"cp hello.txt {repo}/hooks/post-checkout",
             f"echo '[core] fsmonitor = touch /tmp/x' >> {repo}/config",
             f"mv {repo}/hooks {repo}/old-hooks", f"rm -rf {repo}/hooks",
-            f"mv {repo}/config {repo}/c2", f"tar -cf /tmp/h.tar hello.txt && tar -C {repo}/hooks -xf /tmp/h.tar",
+            f"mv {repo}/config {repo}/c2",
+            f"tar -cf /tmp/h.tar hello.txt && tar -C {repo}/hooks -xf /tmp/h.tar",
             f"git --git-dir={repo} config core.hooksPath /tmp",
             f"printf '*.txt filter=x' > {repo}/info/attributes",
         ):
