@@ -173,3 +173,17 @@ def test_the_seatbelt_profile_text(tmp_path: Path) -> None:
     assert text.rstrip().endswith("(deny network*)")
     assert "(allow network*)" in seatbelt_profile(
         Confinement(cwd="/w", roots=("/w",), network=True), "/t")
+
+
+def test_git_directories_are_pinned_and_missing_hooks_get_an_empty_read_only_dir(
+    tmp_path: Path, home: Path
+) -> None:
+    ws = tmp_path / "ws"
+    repo = git_dir(ws / ".git")
+    (repo / "hooks").rmdir()
+    (ws / "wt").mkdir()
+    (ws / "wt" / ".git").write_text("gitdir: /elsewhere\n")
+    conf = build_confinement((str(ws),), DEFAULT, cwd=str(ws), home=str(home))
+    assert conf.pinned == (str(repo),)
+    assert str(repo / "hooks") in conf.mask_dirs
+    assert str(ws / "wt" / ".git") in conf.read_only

@@ -200,3 +200,20 @@ def test_status_describes_the_workspace(ws: Path, home: Path, tmp_path: Path) ->
     assert info["landlock_abi"] >= 0
     assert str(ws / "secrets") in info["workspace"]["masked_dirs"]
     assert str(ws / "vendor" / "lib" / ".git" / "hooks") in info["workspace"]["read_only"]
+
+
+def test_the_repository_cannot_be_swapped_for_a_fresh_one(
+    ws: Path, home: Path, tmp_path: Path
+) -> None:
+    (ws / ".git" / "hooks" / "pre-commit.sample").unlink()
+    (ws / ".git" / "hooks").rmdir()  # a repository without a hooks directory
+    for command in (
+        "mv .git .git-old && git init -q . && printf x > .git/hooks/pre-commit",
+        "mkdir -p .git/hooks && printf x > .git/hooks/pre-commit",
+        "rm -rf .git/info; mkdir .git/info && printf x > .git/info/attributes",
+    ):
+        sandbox_run(ws, home, tmp_path, command)
+    assert not (ws / ".git-old").exists()
+    assert list((ws / ".git" / "hooks").iterdir()) == []
+    assert (ws / ".git" / "config").read_text() == "[core]\n\tbare = false\n"
+    assert not (ws / ".git" / "info" / "attributes").exists()

@@ -43,10 +43,21 @@ class Confined:
     status: SandboxStatus
     label: str
     """What the card and the audit say: "bwrap", "bwrap (incomplete)", "none: <why>"."""
+    without_git: tuple[str, ...] = ()
+    """Workspace roots and cwd that had no `.git` before the command."""
 
     @property
     def notes(self) -> tuple[str, ...]:
         return self.conf.notes if self.conf is not None else ()
+
+    def notes_after(self) -> tuple[str, ...]:
+        """The notes, plus a warning for a repository the command created: its hooks and
+        config were written in the sandbox, but git outside it (the user's, the editor's)
+        would run them."""
+        created = [d for d in self.without_git if os.path.lexists(os.path.join(d, ".git"))]
+        return self.notes + tuple(
+            f"the command created a git repository at {d}/.git: review its hooks and config "
+            "before running git there" for d in created)
 
     def argv(self, command: str) -> list[str]:
         return bash_argv(self.conf, command, self.status)
@@ -68,7 +79,9 @@ async def confine(request: CommandRequest, source: RulesSource | None) -> Confin
     except ValueError as exc:
         raise OSError(str(exc)) from None
     label = status.kind if conf.complete else f"{status.kind} (incomplete)"
-    return Confined(conf, status, label)
+    places = dict.fromkeys((*conf.roots, conf.cwd))
+    bare = tuple(d for d in places if not os.path.lexists(os.path.join(d, ".git")))
+    return Confined(conf, status, label, bare)
 
 
 def policy_rules(shell: Any) -> RulesSource:

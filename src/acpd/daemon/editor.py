@@ -100,7 +100,7 @@ class EditorTerminalRunner:
                                      on_terminal, on_output)
         finally:
             launch.cleanup()
-        result.sandbox, result.sandbox_notes = confined.label, confined.notes
+        result.sandbox, result.sandbox_notes = confined.label, confined.notes_after()
         return result
 
     async def _run(

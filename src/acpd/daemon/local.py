@@ -180,7 +180,7 @@ class LocalCommandRunner:
             truncated=combined.truncated,
             stderr=errors.text(),
             sandbox=confined.label,
-            sandbox_notes=confined.notes,
+            sandbox_notes=confined.notes_after(),
         )
 
 

@@ -75,7 +75,7 @@ def build_confinement(
     masks = len(found.mask_files) + len(found.mask_dirs)
     if masks > MASK_LIMIT:
         notes.append(f"{masks} deny_read matches: more than the {MASK_LIMIT} masks applied")
-    mask_dirs = _outermost([*found.mask_dirs, *socket_dirs])
+    mask_dirs = _outermost([*found.mask_dirs, *found.empty_dirs, *socket_dirs])
     hiding_root = [d for d in mask_dirs if any(_under_any(r, (d,)) for r in real_roots)]
     if hiding_root:
         notes.append(f"deny_read names the workspace itself ({hiding_root[0]}): not masked")
@@ -84,6 +84,7 @@ def build_confinement(
         cwd=os.path.realpath(cwd),
         roots=real_roots,
         write_paths=write_paths,
+        pinned=tuple(d for d in found.git_dirs if not _under_any(d, mask_dirs)),
         read_only=_dedupe(p for p in found.read_only if not _under_any(p, mask_dirs)),
         mask_files=_dedupe(p for p in found.mask_files if not _under_any(p, mask_dirs))[
             :MASK_LIMIT],
@@ -101,7 +102,7 @@ def _absolute_masks(patterns: tuple[str, ...], home: str, matcher: Matcher, foun
     for raw in patterns:
         text = expand_home(raw, home)
         if text.startswith("**/"):
-            continue  # matched by the walk inside the roots; see the note below
+            continue  # matched by the walk inside the roots only (docs/sandbox.md)
         if not text.startswith("/"):
             continue
         if not has_glob(text):
@@ -118,9 +119,6 @@ def _absolute_masks(patterns: tuple[str, ...], home: str, matcher: Matcher, foun
             notes.append(f"deny_read {raw!r} is too broad to mask (it would walk {prefix})")
             continue
         walk_pattern_prefix(prefix, matcher, found, limit)
-    if any(expand_home(p, home).startswith("**/") for p in patterns):
-        notes.append("deny_read patterns starting with **/ are masked inside the workspace "
-                     "only; elsewhere the policy's outside_read rule applies")
 
 
 def _write_paths(patterns: tuple[str, ...], home: str, roots: tuple[str, ...],

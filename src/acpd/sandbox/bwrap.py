@@ -66,7 +66,7 @@ def bwrap_argv(bwrap: str, conf: Confinement, command: Sequence[str]) -> list[st
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     if conf.private_tmp:
         argv += ["--tmpfs", "/tmp"]
-    for path in (*conf.roots, *conf.write_paths):
+    for path in (*conf.roots, *conf.write_paths, *conf.pinned):
         argv += ["--bind", path, path]
     for path in conf.read_only:
         argv += ["--ro-bind", path, path]

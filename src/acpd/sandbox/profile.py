@@ -22,12 +22,16 @@ class Confinement:
     """Workspace roots: writable."""
     write_paths: tuple[str, ...] = ()
     """Extra writable directories (the policy's `write_roots` that are real directories)."""
+    pinned: tuple[str, ...] = ()
+    """Writable directories bound onto themselves so they cannot be renamed or replaced
+    (every git directory found: `mv .git x; git init` would bring fresh hooks)."""
     read_only: tuple[str, ...] = ()
     """Paths inside writable places made read-only: git hooks/config/info, `deny_write` matches."""
     mask_files: tuple[str, ...] = ()
     """Files replaced by an empty, unreadable node (`deny_read` matches)."""
     mask_dirs: tuple[str, ...] = ()
-    """Directories replaced by an empty read-only tmpfs (`deny_read` matches, socket dirs)."""
+    """Directories replaced by an empty read-only tmpfs (`deny_read` matches, socket dirs,
+    a git directory's missing hooks/info)."""
     reexpose: tuple[str, ...] = ()
     """Read-only paths bound back inside a masked directory (DNS config when network is on)."""
     network: bool = False
@@ -57,7 +61,7 @@ class Confinement:
         return cls(**_checked(data))
 
 
-_PATHS = ("roots", "write_paths", "read_only", "mask_files", "mask_dirs", "reexpose")
+_PATHS = ("roots", "write_paths", "pinned", "read_only", "mask_files", "mask_dirs", "reexpose")
 _FLAGS = ("network", "private_tmp", "complete")
 
 

@@ -7,7 +7,10 @@ target masked (mounts act on real paths, so a link to a masked path reads the ma
 stops after `limit` entries and says so (`truncated`); the caller reports the profile as
 incomplete. A directory that holds `HEAD`, `config` and `objects` is a git directory (a
 workspace's `.git`, a nested repository's, a submodule's under `.git/modules`, a bare repo):
-its `hooks`, `config` and `info` become read-only, since git runs what they name.
+its `hooks`, `config` and `info` become read-only, since git runs what they name (a missing
+`hooks` or `info` becomes an empty read-only directory), and the git directory itself is pinned
+(bound onto itself: a mount point cannot be renamed, so `mv .git old && git init` fails). A
+`.git` file (a pointer to a git directory elsewhere) is read-only.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ class Found:
     mask_files: list[str] = field(default_factory=list)
     mask_dirs: list[str] = field(default_factory=list)
     read_only: list[str] = field(default_factory=list)
+    empty_dirs: list[str] = field(default_factory=list)
     git_dirs: list[str] = field(default_factory=list)
     walked: int = 0
     truncated: bool = False
@@ -78,7 +82,9 @@ def _visit(entry: os.DirEntry[str], rel: str, deny_read: Matcher, deny_write: Ma
         return
     if deny_read.match(path, rel):
         found.mask_files.append(path)
-    elif deny_write.match(path, rel):
+    elif deny_write.match(path, rel) or entry.name == ".git":
+        # A `.git` file (a worktree's or submodule's pointer) names the git directory:
+        # rewritten, it would point git at one the command wrote.
         found.read_only.append(path)
 
 
@@ -97,8 +103,14 @@ def mask_target(path: str, found: Found) -> None:
 
 def _git_dir(directory: str, entries: list[os.DirEntry[str]], found: Found) -> None:
     found.git_dirs.append(directory)
-    for entry in entries:
-        if entry.name in GIT_CODE and not entry.is_symlink():
+    present = {e.name: e for e in entries}
+    for name in GIT_CODE:
+        entry = present.get(name)
+        if entry is None and name != "config":
+            # Missing: an empty read-only directory takes its place (bubblewrap creates the
+            # mount point, an empty directory, as `git init` would have).
+            found.empty_dirs.append(os.path.join(directory, name))
+        elif entry is not None and not entry.is_symlink():
             found.read_only.append(entry.path)
 
 

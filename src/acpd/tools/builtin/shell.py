@@ -127,13 +127,14 @@ def shell_output(result: CommandResult, timeout: float) -> ToolOutput:
 
 
 def _sandbox_notes(result: CommandResult) -> list[str]:
-    """Said in the text only when the sandbox fell short (the raw output always says it)."""
-    if result.sandbox is None or result.sandbox == "bwrap" or result.sandbox == "sandbox-exec":
-        return []
-    if result.sandbox.startswith("none"):
+    """Said in the text only when the sandbox fell short or has something to report (the raw
+    output and the audit always carry `sandbox`)."""
+    if result.sandbox is not None and result.sandbox.startswith("none"):
         return [f"[NOT sandboxed: {result.sandbox.removeprefix('none: ')}]"]
-    return [f"[sandbox: {result.sandbox}: {note}]" for note in result.sandbox_notes] or [
-        f"[sandbox: {result.sandbox}]"]
+    notes = [f"[sandbox: {note}]" for note in result.sandbox_notes]
+    if result.sandbox is not None and result.sandbox.endswith("(incomplete)") and not notes:
+        notes.append(f"[sandbox: {result.sandbox}]")
+    return notes
 
 
 def _without(output: str, stderr: str) -> str:
