@@ -80,3 +80,29 @@ async def test_the_environment_switch_reports_why(tmp_path: Path,
     result = await run(ws, "echo hi")
     assert result.sandbox == "none: switched off by ACPD_SANDBOX=off"
     assert result.output == "hi\n"
+
+
+async def test_a_git_directory_swapped_for_a_symlink_after_the_walk_is_not_bound(
+    tmp_path: Path,
+) -> None:
+    """The pin of a git directory binds the directory the walk saw (by descriptor), never
+    whatever the path names when bubblewrap starts (a concurrent command could swap it)."""
+    from acpd.sandbox.build import build_confinement
+    from acpd.sandbox.bwrap import open_pins
+    from acpd.sandbox.launch import bash_argv
+    from tests.sandbox.conftest import git_dir
+
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    ws.mkdir()
+    git_dir(ws / ".git")
+    git_dir(outside)
+    conf = build_confinement((str(ws),), RULES, cwd=str(ws))
+    assert conf.pinned == (str(ws / ".git"),)
+    (ws / ".git").rename(ws / "old-git")
+    (ws / ".git").symlink_to(outside)
+    pins = open_pins(conf)
+    assert pins == {}
+    argv = bash_argv(conf, "touch .git/planted; touch .git/objects/planted")
+    process = await anyio.run_process(argv, cwd=str(ws), check=False)
+    assert process.returncode != 0
+    assert not (outside / "planted").exists() and not (outside / "objects" / "planted").exists()

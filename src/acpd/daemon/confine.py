@@ -26,7 +26,7 @@ from typing import Any
 import anyio.to_thread
 
 from acpd.sandbox.build import build_confinement
-from acpd.sandbox.bwrap import BWRAP_ENV
+from acpd.sandbox.bwrap import BWRAP_ENV, open_pins
 from acpd.sandbox.launch import bash_argv
 from acpd.sandbox.profile import Confinement
 from acpd.sandbox.rules import PathRules
@@ -59,8 +59,16 @@ class Confined:
             f"the command created a git repository at {d}/.git: review its hooks and config "
             "before running git there" for d in created)
 
-    def argv(self, command: str) -> list[str]:
-        return bash_argv(self.conf, command, self.status)
+    def launch(self, command: str) -> tuple[list[str], list[int]]:
+        """The argv, and the descriptors it needs inherited (the caller closes them)."""
+        pins = open_pins(self.conf) if self.conf is not None and self.status.kind == "bwrap" \
+            else {}
+        try:
+            return bash_argv(self.conf, command, self.status, pins), list(pins.values())
+        except BaseException:
+            for fd in pins.values():
+                os.close(fd)
+            raise
 
 
 async def confine(request: CommandRequest, source: RulesSource | None) -> Confined:

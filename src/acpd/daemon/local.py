@@ -142,15 +142,21 @@ class LocalCommandRunner:
         confined = await confine(request, self._rules)
         combined = TailBuffer(request.output_byte_limit)
         errors = TailBuffer(request.output_byte_limit)
-        process = await anyio.open_process(
-            confined.argv(request.command),
-            cwd=request.cwd,
-            env=child_env(request.env, self._blocked),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        argv, fds = confined.launch(request.command)
+        try:
+            process = await anyio.open_process(
+                argv,
+                cwd=request.cwd,
+                env=child_env(request.env, self._blocked),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                pass_fds=fds,
+            )
+        finally:
+            for fd in fds:
+                os.close(fd)
         if self._track is not None:
             self._track(process)
         timed_out = False

@@ -84,6 +84,8 @@ def _rules_and_env(config_path: str | None, workspace: str) -> tuple[object, dic
 
 def run_confined(args: argparse.Namespace) -> int:
     from acpd.sandbox.build import build_confinement
+    from acpd.sandbox.bwrap import open_pins
+    from acpd.sandbox.status import sandbox_status
 
     command = list(args.cmd)
     if command and command[0] == "--":
@@ -101,8 +103,12 @@ def run_confined(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"acpd: {exc}", file=sys.stderr)
         return 2
+    status = sandbox_status()
+    pins = open_pins(conf) if status.kind == "bwrap" else {}
+    for fd in pins.values():
+        os.set_inheritable(fd, True)  # for bubblewrap, which this process becomes
     try:
-        argv = confined_argv(conf, command)
+        argv = confined_argv(conf, command, status, pins)
     except Unconfined as exc:
         if not args.allow_unsandboxed:
             print(f"acpd sandbox: NOT RUN: no sandbox here ({exc}); "

@@ -64,7 +64,32 @@ def _executable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
-def bwrap_argv(bwrap: str, conf: Confinement, command: Sequence[str]) -> list[str]:
+def open_pins(conf: Confinement) -> dict[str, int]:
+    """A descriptor for each pinned directory, opened without following a symlink in its last
+    component and checked to be the directory the profile names (close-on-exec: the caller
+    makes them inheritable for bubblewrap). Bound with `--bind-fd`, a directory that was
+    swapped for a symlink after the walk cannot turn the pin into a writable bind of
+    something outside the workspace; a path that no longer is that directory is not pinned."""
+    pins: dict[str, int] = {}
+    for path in conf.pinned:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            same = os.readlink(f"/proc/self/fd/{fd}") == path
+        except OSError:
+            same = False
+        if same:
+            pins[path] = fd
+        else:
+            os.close(fd)
+    return pins
+
+
+def bwrap_argv(bwrap: str, conf: Confinement, command: Sequence[str],
+               pins: dict[str, int] | None = None) -> list[str]:
+    """The bubblewrap argv; `pins` (from `open_pins`) must stay open until bubblewrap runs."""
     argv = [
         bwrap, "--die-with-parent", "--new-session",
         "--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc",
@@ -75,8 +100,10 @@ def bwrap_argv(bwrap: str, conf: Confinement, command: Sequence[str]) -> list[st
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     if conf.private_tmp:
         argv += ["--tmpfs", "/tmp"]
-    for path in (*conf.roots, *conf.write_paths, *conf.pinned):
+    for path in (*conf.roots, *conf.write_paths):
         argv += ["--bind", path, path]
+    for path, fd in (pins or {}).items():
+        argv += ["--bind-fd", str(fd), path]
     for path in conf.read_only:
         argv += ["--ro-bind", path, path]
     for path in conf.mask_files:

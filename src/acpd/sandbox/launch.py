@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from acpd.sandbox.bwrap import bwrap_argv, find_bwrap
+from acpd.sandbox.bwrap import bwrap_argv, find_bwrap, open_pins
 from acpd.sandbox.macos import seatbelt_argv
 from acpd.sandbox.profile import Confinement
 from acpd.sandbox.status import OFF_WORDS, SWITCH_ENV, SandboxStatus, sandbox_status
@@ -29,24 +29,25 @@ class Unconfined(Exception):
 
 
 def confined_argv(conf: Confinement, command: Sequence[str],
-                  status: SandboxStatus | None = None) -> list[str]:
-    """Raises Unconfined when this machine has no usable sandbox."""
+                  status: SandboxStatus | None = None,
+                  pins: dict[str, int] | None = None) -> list[str]:
+    """Raises Unconfined when this machine has no usable sandbox. `pins`: see open_pins."""
     status = status or sandbox_status()
     if not status.available or status.binary is None:
         raise Unconfined(status.reason)
     if status.kind == "bwrap":
-        return bwrap_argv(status.binary, conf, command)
+        return bwrap_argv(status.binary, conf, command, pins)
     import tempfile
 
     tmpdir = tempfile.mkdtemp(prefix="acpd-sbx-")
     return seatbelt_argv(status.binary, conf, tmpdir, list(command))
 
 
-def bash_argv(conf: Confinement | None, command: str,
-              status: SandboxStatus | None = None) -> list[str]:
+def bash_argv(conf: Confinement | None, command: str, status: SandboxStatus | None = None,
+              pins: dict[str, int] | None = None) -> list[str]:
     """`bash -c COMMAND`, confined when `conf` is given."""
     plain = ["bash", "-c", command]
-    return plain if conf is None else confined_argv(conf, plain, status)
+    return plain if conf is None else confined_argv(conf, plain, status, pins)
 
 
 def launcher_status() -> SandboxStatus:
@@ -79,8 +80,12 @@ def exec_main(args: Sequence[str]) -> int:
     except (OSError, ValueError) as exc:
         print(f"acpd sandbox: cannot read the profile: {exc}", file=sys.stderr)
         return REFUSED
+    status = launcher_status()
+    pins = open_pins(conf) if status.kind == "bwrap" else {}
+    for fd in pins.values():
+        os.set_inheritable(fd, True)
     try:
-        argv = confined_argv(conf, command, launcher_status())
+        argv = confined_argv(conf, command, status, pins)
     except Unconfined as exc:
         if not allow:
             print(f"acpd sandbox: NOT RUN: no sandbox here ({exc})", file=sys.stderr)
