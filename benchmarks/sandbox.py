@@ -6,7 +6,7 @@ Target (issue 15): under 5 ms added per command (median). Printed, each as media
   2. the per-command confinement build (the workspace walk) on a small workspace and on a
      10,000-file one (with a git repository): cold, unchanged since the last command (each
      directory's listing is reused after a stat proves it unchanged), one file added;
-  3. the editor-terminal launcher (`python -I -m acpd.sandbox exec`) vs bubblewrap alone;
+  3. the editor-terminal launcher (`python -P -m acpd.sandbox exec`) vs bubblewrap alone;
   4. the one-off availability probe (cached per process).
 Run: .venv/bin/python benchmarks/sandbox.py [--runs N]
 """
@@ -160,16 +160,16 @@ def main() -> int:
         def launcher() -> None:
             path = Path(temp) / "profile.json"
             path.write_text(conf.to_json())
-            subprocess.run([sys.executable, "-I", "-m", "acpd.sandbox", "exec", "--profile",
+            subprocess.run([sys.executable, "-P", "-m", "acpd.sandbox", "exec", "--profile",
                             str(path), "--", *plain], stdin=subprocess.DEVNULL, check=True)
 
         got = interleaved({"bwrap": spawn(bwrap_argv(bwrap, conf, plain)),
                            "launcher": launcher,
-                           "python": spawn([sys.executable, "-I", "-c", "pass"])},
+                           "python": spawn([sys.executable, "-P", "-c", "pass"])},
                           launcher_runs)
         row("bwrap ... bash -c true", got["bwrap"])
-        row("python -I -m acpd.sandbox exec ... (launcher)", got["launcher"], got["bwrap"])
-        row("python -I -c pass (interpreter floor)", got["python"])
+        row("python -P -m acpd.sandbox exec ... (launcher)", got["launcher"], got["bwrap"])
+        row("python -P -c pass (interpreter floor)", got["python"])
 
         print("\n4. availability probe (once per daemon)")
         row("bwrap ... true via posix_spawn", timed(lambda: probe(bwrap), max(10, runs // 3)))

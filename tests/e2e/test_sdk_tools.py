@@ -60,7 +60,7 @@ async def test_bash_runs_in_the_client_terminal_and_is_released_after_the_final_
         (create,) = client.calls("terminal/create")
         # The editor runs acpd's sandbox launcher around `bash -c COMMAND`.
         assert create["command"] == sys.executable
-        assert create["args"][:4] == ["-I", "-m", "acpd.sandbox", "exec"]
+        assert create["args"][:4] == ["-P", "-m", "acpd.sandbox", "exec"]
         assert create["args"][-4:] == ["--", "bash", "-c", command]
         assert create["cwd"] == str(workspace)
         assert create["env"]["PAGER"] == "cat" and create["env"]["GIT_TERMINAL_PROMPT"] == "0"

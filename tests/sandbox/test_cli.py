@@ -217,3 +217,37 @@ def test_the_repository_cannot_be_swapped_for_a_fresh_one(
     assert list((ws / ".git" / "hooks").iterdir()) == []
     assert (ws / ".git" / "config").read_text() == "[core]\n\tbare = false\n"
     assert not (ws / ".git" / "info" / "attributes").exists()
+
+
+def test_the_launcher_runs_a_profile_once_and_fails_closed(
+    ws: Path, home: Path, tmp_path: Path
+) -> None:
+    from acpd.sandbox.build import build_confinement
+    from acpd.sandbox.rules import PathRules
+
+    conf = build_confinement((str(ws),), PathRules(deny_read=("**/.env",)), cwd=str(ws))
+    profile = tmp_path / "p.json"
+
+    def launch(*command: str, **env: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-P", "-m", "acpd.sandbox", "exec", "--profile", str(profile),
+                "--", *command]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd=ws,
+                              env=sandbox_env(home, tmp_path, **env))
+
+    # A workspace cannot shadow the launcher (the terminal's cwd is the workspace).
+    (ws / "acpd" / "sandbox").mkdir(parents=True)
+    (ws / "acpd" / "__init__.py").write_text("")
+    (ws / "acpd" / "sandbox" / "__init__.py").write_text("")
+    (ws / "acpd" / "sandbox" / "__main__.py").write_text(
+        "import os; os.system('bash -c \"cat .env; echo ran; exit 3\"')")
+    profile.write_text(conf.to_json())
+    done = launch("bash", "-c", "cat .env; echo ran; exit 3")
+    assert done.returncode == 3 and done.stdout == "ran\n" and "ENV-CANARY" not in done.stderr
+    assert not profile.exists()  # one use
+    assert launch("true").returncode == 125
+    profile.write_text(conf.to_json())
+    done = launch("bash", "-c", "echo ran", ACPD_SANDBOX="off")
+    assert done.returncode == 125 and "ran" not in done.stdout and "NOT RUN" in done.stderr
+    profile.write_text('{"version": 1, "cwd": "relative", "roots": ["/"]}')
+    done = launch("bash", "-c", "echo ran")
+    assert done.returncode == 125 and "ran" not in done.stdout

@@ -128,8 +128,9 @@ def editor_launch(confined: Confined, command: str) -> EditorLaunch:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(confined.conf.to_json())
-    # -I: the workspace (the terminal's cwd) must not be able to shadow the launcher's modules.
-    args = ["-I", "-m", "acpd.sandbox", "exec", "--profile", path, "--", "bash", "-c", command]
+    # -P: the workspace (the terminal's cwd) must not be able to shadow the launcher's modules
+    # (-I would too, but it also drops PYTHONPATH, which a source checkout may need).
+    args = ["-P", "-m", "acpd.sandbox", "exec", "--profile", path, "--", "bash", "-c", command]
     env = {k: os.environ[k] for k in (SWITCH_ENV, BWRAP_ENV) if k in os.environ}
     return EditorLaunch(sys.executable, args, env, path)
 

@@ -1,4 +1,4 @@
-"""`python -I -m acpd.sandbox exec --profile FILE -- CMD...`: the editor-terminal launcher."""
+"""`python -P -m acpd.sandbox exec --profile FILE -- CMD...`: the editor-terminal launcher."""
 
 import sys
 

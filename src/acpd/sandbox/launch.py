@@ -2,7 +2,7 @@
 
 `confined_argv` gives the argv that runs a command confined (the local runner spawns it
 directly: no Python in between). `exec_main` is `acpd sandbox exec --profile FILE -- CMD...`
-(also `python -I -m acpd.sandbox exec ...`): it reads the profile, deletes the file, and
+(also `python -P -m acpd.sandbox exec ...`): it reads the profile, deletes the file, and
 execs bubblewrap around CMD, so the pid the editor holds is bubblewrap's and its
 `terminal/kill` ends the whole sandbox. It imports only this package (start-up is on every
 command's path). With no sandbox available it refuses (exit 125) unless told
