@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -300,6 +301,38 @@ def alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def sleep_marker() -> str:
+    """A `sleep` duration no other test (or helper's run on this machine) uses: commands run
+    in a PID namespace (the kernel sandbox), where `$$` is not a host pid, so tests find
+    their processes by this marker in /proc/*/cmdline instead."""
+    return f"60.{secrets.randbelow(10**6):06d}"
+
+
+def marked(marker: str) -> list[int]:
+    """Live (not zombie) processes whose command line contains `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+async def wait_unmarked(marker: str, within: float = 10.0) -> list[int]:
+    """The processes still carrying `marker` after `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not await asyncio.to_thread(marked, marker):
+            return []
+        await asyncio.sleep(0.05)
+    return marked(marker)
 
 
 async def wait_dead(pids: list[int], within: float = 10.0) -> list[int]:

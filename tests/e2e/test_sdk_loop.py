@@ -15,9 +15,10 @@ from tests.e2e.client import RecordingClient, always
 from tests.e2e.harness import (
     acpd,
     caps,
+    sleep_marker,
     text,
-    wait_dead,
     wait_for_file_lines,
+    wait_unmarked,
     write_script,
 )
 
@@ -186,7 +187,8 @@ async def test_stdin_eof_or_sigterm_ends_the_daemon_and_its_children(
     about a second (asserted < 3 s) with code 0, the command's process tree is gone, and an
     editor terminal is killed and released (the client still reads, even though acpd can no
     longer read its answers)."""
-    command = "echo $$ >> pids.txt; sleep 60 & echo $! >> pids.txt; wait"
+    mark = sleep_marker()
+    command = f"echo $$ >> pids.txt; sleep {mark} & echo $! >> pids.txt; wait"
     script = write_script(
         tmp_path / "s.json", [{"tool_calls": [{"name": "bash", "arguments": {"command": command}}]}]
     )
@@ -197,7 +199,7 @@ async def test_stdin_eof_or_sigterm_ends_the_daemon_and_its_children(
     ) as run:
         session_id = await run.open_session(caps(terminal=terminal))
         prompt = asyncio.ensure_future(run.conn.prompt(session_id=session_id, prompt=text("go")))
-        pids = [int(p) for p in await wait_for_file_lines(workspace / "pids.txt", 2)]
+        await wait_for_file_lines(workspace / "pids.txt", 2)
         stdin = run.process.stdin
         assert stdin is not None
         started = time.monotonic()
@@ -209,7 +211,7 @@ async def test_stdin_eof_or_sigterm_ends_the_daemon_and_its_children(
         elapsed = time.monotonic() - started
         assert code == 0
         assert elapsed < 3, f"acpd took {elapsed:.2f} s to exit after {stop}"
-        assert await wait_dead(pids, within=3) == [], "children outlived the daemon"
+        assert await wait_unmarked(mark, within=3) == [], "children outlived the daemon"
         # The shutdown cancels the turn. Its answer goes out if the turn ends within the
         # shutdown grace (the editor may read on after closing our stdin); otherwise the
         # connection closes first. Never does the prompt end as if it had finished.

@@ -4,6 +4,7 @@ permissions, cancellation with real process trees."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,11 @@ from tests.e2e.client import RecordingClient, always
 from tests.e2e.harness import (
     acpd,
     caps,
+    marked,
+    sleep_marker,
     text,
-    wait_dead,
     wait_for_file_lines,
+    wait_unmarked,
     write_script,
 )
 from tests.e2e.schema import WireLine
@@ -55,7 +58,10 @@ async def test_bash_runs_in_the_client_terminal_and_is_released_after_the_final_
         assert call["kind"] == "execute" and call["title"] == command
         assert call["status"] == "pending"
         (create,) = client.calls("terminal/create")
-        assert create["command"] == "bash" and create["args"] == ["-c", command]
+        # The editor runs acpd's sandbox launcher around `bash -c COMMAND`.
+        assert create["command"] == sys.executable
+        assert create["args"][:4] == ["-P", "-m", "acpd.sandbox", "exec"]
+        assert create["args"][-4:] == ["--", "bash", "-c", command]
         assert create["cwd"] == str(workspace)
         assert create["env"]["PAGER"] == "cat" and create["env"]["GIT_TERMINAL_PROMPT"] == "0"
         assert isinstance(create["outputByteLimit"], int) and create["outputByteLimit"] > 0
@@ -199,11 +205,14 @@ async def test_cancel_while_the_user_decides_closes_the_card(
         assert not (workspace / "ran.txt").exists()
 
 
-TREE = (
-    "echo $$ >> pids.txt; "
-    "(echo $BASHPID >> pids.txt; sleep 60 & echo $! >> pids.txt; wait) & "
-    "sleep 60 & echo $! >> pids.txt; wait"
-)
+def tree(mark: str) -> str:
+    """Four processes (bash, a subshell, two sleeps) that record themselves, all carrying
+    `mark` in their command line (pids inside the sandbox's PID namespace are not host pids)."""
+    return (
+        "echo $$ >> pids.txt; "
+        f"(echo $BASHPID >> pids.txt; sleep {mark} & echo $! >> pids.txt; wait) & "
+        f"sleep {mark} & echo $! >> pids.txt; wait"
+    )
 
 
 @pytest.mark.slow
@@ -211,7 +220,8 @@ TREE = (
 async def test_cancel_mid_command_kills_the_process_tree(
     where: str, tmp_path: Path, data_dir: Path, workspace: Path
 ) -> None:
-    script = write_script(tmp_path / "s.json", [*bash_turns(TREE)[:1], {"text": "after"}])
+    mark = sleep_marker()
+    script = write_script(tmp_path / "s.json", [*bash_turns(tree(mark))[:1], {"text": "after"}])
     terminal = where == "editor-terminal"
     client = RecordingClient(answer=always("allow_once"), terminal_enabled=terminal)
     async with acpd(
@@ -222,7 +232,7 @@ async def test_cancel_mid_command_kills_the_process_tree(
             run.conn.prompt(session_id=session_id, prompt=text("start a long job"))
         )
         pids = [int(p) for p in await wait_for_file_lines(workspace / "pids.txt", 4)]
-        assert all(p > 1 for p in pids)
+        assert all(p > 1 for p in pids) and marked(mark)
         await run.conn.cancel(session_id=session_id)
         response = await asyncio.wait_for(prompt, 15)
         assert response.stop_reason == "cancelled"
@@ -230,7 +240,7 @@ async def test_cancel_mid_command_kills_the_process_tree(
         (call,) = client.tool_calls()
         final = client.final(call["toolCallId"])
         assert final["status"] == "failed"
-        assert await wait_dead(pids) == [], "the command's process tree survived the cancel"
+        assert await wait_unmarked(mark) == [], "the command's process tree survived the cancel"
         if terminal:
             terminal_id = client.calls("terminal/create")[0]["terminalId"]
             assert client.calls("terminal/kill") == [terminal_id]
@@ -263,7 +273,8 @@ async def test_cancel_mid_command_kills_the_process_tree(
 async def test_a_timeout_kills_the_command_and_keeps_its_partial_output(
     where: str, tmp_path: Path, data_dir: Path, workspace: Path
 ) -> None:
-    command = "echo $$ > pid.txt; echo partial; sleep 30"
+    mark = sleep_marker()
+    command = f"echo $$ > pid.txt; echo partial; sleep {mark}"
     script = write_script(
         tmp_path / "s.json",
         [{"tool_calls": [{"name": "bash", "arguments": {"command": command, "timeout": 1}}]},
@@ -281,8 +292,8 @@ async def test_a_timeout_kills_the_command_and_keeps_its_partial_output(
         assert final["rawOutput"]["timed_out"] is True
         shown = final["content"][-1]["content"]["text"]
         assert "partial\n" in shown and "timed out after 1 s" in shown
-        pid = int((workspace / "pid.txt").read_text())
-        assert await wait_dead([pid]) == []
+        assert (workspace / "pid.txt").read_text().strip()
+        assert await wait_unmarked(mark) == []
         if terminal:
             terminal_id = client.calls("terminal/create")[0]["terminalId"]
             assert client.calls("terminal/kill") == [terminal_id]
@@ -295,7 +306,8 @@ async def test_a_timeout_kills_the_command_and_keeps_its_partial_output(
 async def test_close_during_a_command_ends_the_turn_and_the_tree(
     where: str, tmp_path: Path, data_dir: Path, workspace: Path
 ) -> None:
-    script = write_script(tmp_path / "s.json", bash_turns(TREE))
+    mark = sleep_marker()
+    script = write_script(tmp_path / "s.json", bash_turns(tree(mark)))
     terminal = where == "editor-terminal"
     client = RecordingClient(answer=always("allow_once"), terminal_enabled=terminal)
     async with acpd(
@@ -303,11 +315,11 @@ async def test_close_during_a_command_ends_the_turn_and_the_tree(
     ) as run:
         session_id = await run.open_session(caps(terminal=terminal))
         prompt = asyncio.ensure_future(run.conn.prompt(session_id=session_id, prompt=text("go")))
-        pids = [int(p) for p in await wait_for_file_lines(workspace / "pids.txt", 4)]
+        await wait_for_file_lines(workspace / "pids.txt", 4)
         assert await asyncio.wait_for(run.conn.close_session(session_id=session_id), 15) is not None
         response = await asyncio.wait_for(prompt, 15)
         assert response.stop_reason == "cancelled"
         assert client.final(client.tool_calls()[0]["toolCallId"])["status"] == "failed"
-        assert await wait_dead(pids) == []
+        assert await wait_unmarked(mark) == []
         if terminal:
             assert len(client.calls("terminal/release")) == 1

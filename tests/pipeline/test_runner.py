@@ -237,7 +237,7 @@ async def test_shell_audit_has_exit_code_and_truncated(rig: RigFactory) -> None:
     line = r.audit()[-1]
     assert line["exit_code"] == 4 and line["truncated"] is False
     assert r.observer.views[-1]["raw_output"] == {
-        "stdout": "hi\n", "stderr": "", "exit_code": 4, "truncated": False
+        "stdout": "hi\n", "stderr": "", "exit_code": 4, "truncated": False, "sandbox": "bwrap"
     }
     denied = rig(mode="read-only")
     await denied.call("bash", {"command": "ls"})

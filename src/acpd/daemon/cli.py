@@ -58,11 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("-n", "--lines", type=int, default=20, help="how many (default 20)")
     tail.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
 
+    from acpd.daemon.sandbox_cli import register as register_sandbox
     from acpd.daemon.undo_cli import register as register_undo
     from acpd.policy.cli_args import register as register_policy
 
     register_undo(sub)
     register_policy(sub)
+    register_sandbox(sub)
     return parser
 
 
@@ -85,6 +87,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    words = sys.argv[1:] if argv is None else argv
+    if words[:2] == ["sandbox", "exec"] and len(words) > 2:
+        # The editor-terminal launcher: no parser, no other imports (it starts per command).
+        from acpd.sandbox.launch import exec_main
+
+        return exec_main(words[2:])
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         return serve(args)
@@ -113,6 +121,10 @@ def _run_command(args: argparse.Namespace) -> int:
         from acpd.daemon.undo_cli import run as run_undo
 
         return run_undo(args)
+    if args.command == "sandbox":
+        from acpd.daemon.sandbox_cli import run as run_sandbox
+
+        return run_sandbox(args)
     if args.command in ("tools", "audit"):
         from acpd.daemon.tools_cli import run_cli
 
@@ -128,6 +140,9 @@ def serve(args: argparse.Namespace) -> int:
         print("acpd: --max-line-bytes must be at least 1024", file=sys.stderr)
         return 2
     fds = reserve_stdio()
+    from acpd.sandbox.status import prewarm
+
+    prewarm()  # the sandbox probe runs while the editor's first line is on its way
     # The editor waits for this answer; everything else (anyio, asyncio, pydantic, the
     # config, the store) loads after it is on the wire.
     early = answer_first_initialize(fds)

@@ -96,7 +96,8 @@ class TerminalHost:
         terminal = LocalTerminal(terminal_id, [command, *args], process, TailBuffer(byte_limit))
         self.live[terminal_id] = terminal
         self._tg.start_soon(self._pump, terminal)
-        shown = args[-1] if command == "bash" and args[:1] == ["-c"] else " ".join(terminal.command)
+        bash_c = (command == "bash" and args[:1] == ["-c"]) or args[-3:-1] == ["bash", "-c"]
+        shown = args[-1] if bash_c else " ".join(terminal.command)  # the sandbox launcher's too
         self._emit("terminal", f"terminal/create {terminal_id}: {shown}",
                    terminal_id=terminal_id, command=terminal.command)
         return {"terminalId": terminal_id}

@@ -74,6 +74,7 @@ def run_doctor(config: str | None, data_dir: str | None, model: str | None) -> i
     check_model(report, loaded, model)
     report.section("runtime")
     check_versions(report)
+    check_sandbox(report)
     report.section("live self-check")
     anyio.run(self_check, report, config, model)
     explain_capabilities(console)
@@ -212,6 +213,20 @@ def check_versions(report: Report) -> None:
 
     loop = "uvloop" if loop_options().get("use_uvloop") else "asyncio (standard library)"
     report.info("event loop", loop)
+
+
+def check_sandbox(report: Report) -> None:
+    """Whether bash commands run in the kernel sandbox here (a warning, not a failure: acpd
+    still works, and every bash card says it ran unconfined)."""
+    from acpd.sandbox.landlock import landlock_abi
+    from acpd.sandbox.status import sandbox_status
+
+    status = sandbox_status()
+    if status.available:
+        report.ok("sandbox", f"{status.kind}: {status.reason} ({status.binary})")
+    else:
+        report.warn("sandbox", f"NONE: {status.reason}; bash commands run unconfined")
+    report.info("landlock", f"ABI {landlock_abi()} (not used: see docs/sandbox.md)")
 
 
 async def self_check(report: Report, config: str | None, model: str | None) -> None:

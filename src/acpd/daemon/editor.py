@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 
+from acpd.daemon.confine import RulesSource, confine, editor_launch
 from acpd.daemon.errors import PeerError
 from acpd.daemon.local import QUIET_ENV, LocalFileSystem, check_cwd
 from acpd.daemon.rpc import Connection
@@ -86,7 +87,8 @@ class EditorSilent(OSError):
 
 
 class EditorTerminalRunner:
-    """Runs `bash -c COMMAND` in an editor terminal that the tool call embeds.
+    """Runs `bash -c COMMAND` in an editor terminal that the tool call embeds, inside the
+    kernel sandbox: the editor runs acpd's launcher (daemon/confine.py `editor_launch`).
 
     An editor that advertises `terminal` but never answers `terminal/create` (within
     `create_timeout`: `[protocol] request_timeout`, at most TERMINAL_TIMEOUT) does not fail
@@ -99,7 +101,7 @@ class EditorTerminalRunner:
     def __init__(
         self, conn: Connection, session_id: str, *, poll_interval: float = POLL_INTERVAL,
         fallback: CommandRunner | None = None, on_silent: Callable[[], None] | None = None,
-        create_timeout: float = TERMINAL_TIMEOUT,
+        create_timeout: float = TERMINAL_TIMEOUT, rules: RulesSource | None = None,
     ) -> None:
         self._conn = conn
         self._create_timeout = create_timeout
@@ -108,6 +110,7 @@ class EditorTerminalRunner:
         self._fallback = fallback
         self._on_silent = on_silent
         self._silent = False
+        self._rules = rules
 
     async def run(
         self, request: CommandRequest, on_terminal: OnTerminal, on_output: OnOutput
@@ -115,7 +118,7 @@ class EditorTerminalRunner:
         if self._silent and self._fallback is not None:
             return await self._fallback.run(request, on_terminal, on_output)
         try:
-            return await self._run(request, on_terminal, on_output)
+            return await self._run_confined(request, on_terminal, on_output)
         except EditorSilent as exc:
             if self._fallback is None:
                 raise
@@ -125,17 +128,32 @@ class EditorTerminalRunner:
                 self._on_silent()
             return await self._fallback.run(request, on_terminal, on_output)
 
-    async def _run(
+    async def _run_confined(
         self, request: CommandRequest, on_terminal: OnTerminal, on_output: OnOutput
     ) -> CommandResult:
         check_cwd(request)
-        env = [{"name": k, "value": v} for k, v in {**QUIET_ENV, **request.env}.items()]
+        confined = await confine(request, self._rules)
+        launch = editor_launch(confined, request.command)
+        try:
+            result = await self._run(request, launch.command, launch.args,
+                                     {**QUIET_ENV, **launch.env, **request.env},
+                                     on_terminal, on_output)
+        finally:
+            launch.cleanup()
+        result.sandbox, result.sandbox_notes = confined.label, confined.notes_after()
+        return result
+
+    async def _run(
+        self, request: CommandRequest, command: str, args: list[str], variables: dict[str, str],
+        on_terminal: OnTerminal, on_output: OnOutput,
+    ) -> CommandResult:
+        env = [{"name": k, "value": v} for k, v in variables.items()]
         created = await self._create(
             "terminal/create",
             {
                 "sessionId": self._session_id,
-                "command": "bash",
-                "args": ["-c", request.command],
+                "command": command,
+                "args": args,
                 "env": env,
                 "cwd": request.cwd,
                 "outputByteLimit": request.output_byte_limit,

@@ -24,6 +24,7 @@ import acpd
 from acpd.protocol import jsonrpc
 from acpd.protocol.errors import RpcError, invalid_params
 from acpd.protocol.framing import encode
+from acpd.sandbox.status import sandbox_status
 
 PROTOCOL_VERSION = 1
 FIRST_LINE_CAP = 1 << 20
@@ -80,6 +81,8 @@ def initialize_result(params: Any) -> tuple[dict[str, Any], ClientCaps]:
         },
         "authMethods": [],
         "agentInfo": {"name": "acpd", "title": "acpd", "version": acpd.__version__},
+        # Whether bash commands run in the kernel sandbox here, and if not, why not.
+        "_meta": {"acpd": {"sandbox": sandbox_status().to_meta()}},
     }
     return result, client
 

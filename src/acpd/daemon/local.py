@@ -20,6 +20,7 @@ import anyio.abc
 import anyio.to_thread
 
 from acpd.daemon.config import DEFAULT_ENV_BLOCKLIST
+from acpd.daemon.confine import RulesSource, confine
 from acpd.tools.capabilities import CommandRequest, CommandResult, OnOutput, OnTerminal
 from acpd.tools.output import live_view
 from acpd.tools.secrets import key_open_at, redact_key_remainder
@@ -166,17 +167,20 @@ def _key_open_after(data: bytearray, cut: int, was_open: bool) -> bool:
 
 
 class LocalCommandRunner:
-    """Runs bash in its own process group; timeout and cancellation kill the whole group."""
+    """Runs bash in the kernel sandbox (daemon/confine.py), in its own process group; timeout
+    and cancellation kill the group, and with it the sandbox's PID namespace (every process
+    the command started, `setsid` and double forks included)."""
 
     def __init__(
         self, track: Callable[[anyio.abc.Process], None] | None = None, *,
         env_blocklist: Sequence[str] = DEFAULT_ENV_BLOCKLIST,
-        groups: ProcessGroups | None = None,
+        groups: ProcessGroups | None = None, rules: RulesSource | None = None,
     ) -> None:
         self._track = track
         self._blocked = env_matcher(env_blocklist)
         self._groups = groups if groups is not None else ProcessGroups()
         """The connection's running commands, which its stop ends (see ProcessGroups)."""
+        self._rules = rules
 
     async def run(
         self, request: CommandRequest, on_terminal: OnTerminal, on_output: OnOutput
@@ -184,17 +188,24 @@ class LocalCommandRunner:
         check_cwd(request)
         if self._groups.stopping:
             raise OSError("acpd is stopping: the command was not run")
+        confined = await confine(request, self._rules)
         combined = TailBuffer(request.output_byte_limit)
         errors = TailBuffer(request.output_byte_limit)
-        process = await anyio.open_process(
-            ["bash", "-c", request.command],
-            cwd=request.cwd,
-            env=child_env(request.env, self._blocked),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        argv, fds = confined.launch(request.command)
+        try:
+            process = await anyio.open_process(
+                argv,
+                cwd=request.cwd,
+                env=child_env(request.env, self._blocked),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                pass_fds=fds,
+            )
+        finally:
+            for fd in fds:
+                os.close(fd)
         if self._track is not None:
             self._track(process)
         self._groups.add(process.pid)
@@ -227,6 +238,8 @@ class LocalCommandRunner:
             timed_out=timed_out,
             truncated=combined.truncated,
             stderr=errors.text(),
+            sandbox=confined.label,
+            sandbox_notes=confined.notes_after(),
         )
 
 

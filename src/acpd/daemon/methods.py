@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acpd.daemon import direct, updates
+from acpd.daemon.confine import policy_rules
 from acpd.daemon.editor import TERMINAL_TIMEOUT, EditorFileSystem, EditorTerminalRunner
 from acpd.daemon.errors import SessionBusy, SessionNotFound
 from acpd.daemon.interrupted import close_interrupted
@@ -301,12 +302,15 @@ class SessionMethods:
     def _env(self, session: Session) -> CallEnv:
         rt, client = self.rt, self.client()
         shell = rt.config.tools.shell
-        local = LocalCommandRunner(env_blocklist=shell.env_blocklist, groups=self.groups)
+        rules = policy_rules(rt.pipeline.shell) if rt.pipeline.shell is not None else None
+        local = LocalCommandRunner(env_blocklist=shell.env_blocklist, groups=self.groups,
+                                   rules=rules)
         runner: CommandRunner = local
         if client.terminal and session.editor_terminal:
             runner = EditorTerminalRunner(
                 self.conn, session.id, fallback=local, on_silent=session.editor_terminal_silent,
                 create_timeout=min(TERMINAL_TIMEOUT, rt.config.protocol.request_timeout),
+                rules=rules,
             )
         if shell.transactional:
             from acpd.tools.transaction import TransactionalRunner, TransactionSettings

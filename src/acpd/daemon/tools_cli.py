@@ -161,7 +161,8 @@ def tools_run(
     mode = mode or config.agent.default_mode
     shell = config.tools.shell
     env = CallEnv(
-        workspace, (workspace,), mode, LocalFileSystem(), LocalCommandRunner(),
+        workspace, (workspace,), mode, LocalFileSystem(),
+        LocalCommandRunner(rules=_sandbox_rules(kit)),
         TerminalObserver(sys.stdin, sys.stderr), kit.approvals.for_workspace(workspace),
         kit.settings.new_state(), "cli", shell.timeout, shell.output_byte_limit,
     )
@@ -253,3 +254,11 @@ def run_cli(args: Any) -> int:
         print(f"acpd: {exc}", file=sys.stderr)
         return 2
     return 2
+
+
+def _sandbox_rules(kit: Any) -> Any:
+    """The kernel sandbox's rules: the same live policy the decision uses."""
+    from acpd.daemon.confine import policy_rules
+
+    shell = kit.pipeline.shell
+    return policy_rules(shell) if shell is not None else None

@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from acpd.sandbox.rules import PathRules
+
 
 @dataclass(frozen=True, slots=True)
 class CommandRequest:
@@ -19,7 +21,12 @@ class CommandRequest:
     output_byte_limit: int
     env: dict[str, str] = field(default_factory=dict)
     roots: tuple[str, ...] = ()
-    """The workspace roots: a runner refuses a cwd outside them (empty: no check)."""
+    """The workspace roots: a runner refuses a cwd outside them (empty: no check). The
+    sandbox makes them (or the cwd, when empty) the only writable places besides its /tmp."""
+    sandbox: PathRules | None = None
+    """The policy's path rules the kernel sandbox enforces for this command (deny_read,
+    deny_write, write_roots, allow_network). None: the runner asks its own rules source (the
+    live policy of the cwd); a runner without one still confines to the roots, no network."""
 
 
 @dataclass(slots=True)
@@ -37,6 +44,11 @@ class CommandResult:
     """Lines the runner adds after the output (a rollback, a missing snapshot)."""
     rollback: list[str] | None = None
     """The paths a transactional rollback restored (["failed"] when it could not)."""
+    sandbox: str | None = None
+    """How the command was confined: "bwrap", "bwrap (incomplete)", "none: <why>"; None when
+    the runner does not say (a runner that predates the sandbox)."""
+    sandbox_notes: tuple[str, ...] = ()
+    """What the sandbox did not enforce for this command, and why."""
 
 
 Cleanup = Callable[[], Awaitable[None]]

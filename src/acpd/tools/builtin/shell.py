@@ -39,14 +39,18 @@ class ShellOutputEnvelope(BaseModel):
     """Transactional shell: the paths restored after a failing exit code."""
     error_category: str | None = None
     """The failure's error category (126, 127, "No such file", a timeout), else absent."""
+    sandbox: str | None = None
+    """How the command was confined: "bwrap", "bwrap (incomplete)" or "none: <why>"."""
+    sandbox_notes: list[str] | None = None
+    """What the sandbox did not enforce for this command."""
 
     def to_raw(self) -> dict[str, Any]:
         raw = self.model_dump()
-        if not self.timed_out:
-            del raw["timed_out"]
-        for key in ("rollback", "error_category"):
+        for key in ("rollback", "error_category", "sandbox", "sandbox_notes"):
             if raw[key] is None:
                 del raw[key]
+        if not self.timed_out:
+            del raw["timed_out"]
         return raw
 
 
@@ -97,6 +101,7 @@ def shell_output(result: CommandResult, timeout: float) -> ToolOutput:
         notes.append(f"[killed by signal {result.signal}]")
     notes.append(f"[exit code: {result.exit_code if result.exit_code is not None else 'none'}]")
     notes.extend(result.notes)
+    notes.extend(_sandbox_notes(result))
     category = classify_exit(result.exit_code, result.stderr or result.output)
     if result.timed_out:
         category = ErrorCategory.TIMEOUT
@@ -112,6 +117,8 @@ def shell_output(result: CommandResult, timeout: float) -> ToolOutput:
         timed_out=result.timed_out,
         rollback=result.rollback,
         error_category=category.value if category is not None else None,
+        sandbox=result.sandbox,
+        sandbox_notes=list(result.sandbox_notes) or None,
     )
     content: list[ContentItem] = [TerminalItem(result.terminal_id)] if result.terminal_id else []
     return ToolOutput(
@@ -137,6 +144,17 @@ def exit_error(result: CommandResult, category: ErrorCategory, timeout: float) -
     return ToolError(category, message)
 
 
+def _sandbox_notes(result: CommandResult) -> list[str]:
+    """Said in the text only when the sandbox fell short or has something to report (the raw
+    output and the audit always carry `sandbox`)."""
+    if result.sandbox is not None and result.sandbox.startswith("none"):
+        return [f"[NOT sandboxed: {result.sandbox.removeprefix('none: ')}]"]
+    notes = [f"[sandbox: {note}]" for note in result.sandbox_notes]
+    if result.sandbox is not None and result.sandbox.endswith("(incomplete)") and not notes:
+        notes.append(f"[sandbox: {result.sandbox}]")
+    return notes
+
+
 def _without(output: str, stderr: str) -> str:
     return output.replace(stderr, "", 1) if stderr in output else output
 
@@ -157,7 +175,8 @@ SPECS = [
         # The command is the call: it is logged (after the secret scan); the output is not.
         redaction=Redaction(
             frozenset({"command", "timeout"}),
-            frozenset({"exit_code", "truncated", "timed_out", "rollback", "error_category"}),
+            frozenset({"exit_code", "truncated", "timed_out", "rollback", "error_category",
+                       "sandbox", "sandbox_notes"}),
         ),
         output_model=ShellOutputEnvelope,
     ),

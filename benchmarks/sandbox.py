@@ -1,0 +1,185 @@
+"""What the kernel sandbox costs per bash command, next to a plain `bash -c true` in the same run.
+
+Target (issue 15): under 5 ms added per command (median). Printed, each as median and p95:
+  1. spawn cost: `bash -c true` plain vs inside bubblewrap (the local path's argv), and the
+     share of the network namespace in it;
+  2. the per-command confinement build (the workspace walk) on a small workspace and on a
+     10,000-file one (with a git repository): cold, unchanged since the last command (each
+     directory's listing is reused after a stat proves it unchanged), one file added;
+  3. the editor-terminal launcher (`python -P -m acpd.sandbox exec`) vs bubblewrap alone;
+  4. the one-off availability probe (cached per process).
+Run: .venv/bin/python benchmarks/sandbox.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from acpd.sandbox import walk
+from acpd.sandbox.build import WALK_LIMIT, build_confinement
+from acpd.sandbox.bwrap import bwrap_argv
+from acpd.sandbox.profile import Confinement
+from acpd.sandbox.rules import PathRules
+from acpd.sandbox.status import probe, sandbox_status
+
+RULES = PathRules(
+    deny_read=("**/.env", "**/.env.*", "~/.ssh/**", "~/.aws/**", "~/.gnupg/**", "~/.netrc",
+               "**/secrets/**", "**/*.pem", "**/*.key", "**/id_rsa*", "**/id_ed25519*",
+               "/etc/shadow", "/proc/*/environ"),
+    deny_write=(".git/hooks/**", ".git/config", ".git/info/**", ".acpd/**", "**/.env"),
+    write_roots=("/tmp/**",),
+)
+
+
+def ms(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+    return statistics.median(ordered) * 1000, p95 * 1000
+
+
+def spawn(argv: list[str]) -> Callable[[], None]:
+    def once() -> None:
+        subprocess.run(argv, stdin=subprocess.DEVNULL, check=True)
+    return once
+
+
+def timed(fn: Callable[[], object], runs: int) -> list[float]:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def interleaved(fns: dict[str, Callable[[], object]], runs: int) -> dict[str, list[float]]:
+    """Alternate the contenders run by run, so machine noise hits them alike."""
+    out: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(runs):
+        for name, fn in fns.items():
+            out[name] += timed(fn, 1)
+    return out
+
+
+def big_workspace(root: Path, files: int = 10_000) -> Path:
+    ws = root / "big"
+    for i in range(files):
+        d = ws / f"pkg{i // 100}" / f"mod{(i // 10) % 10}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"f{i}.py").write_text("x")
+    git = ws / ".git"
+    for name in ("hooks", "info", "refs"):
+        (git / name).mkdir(parents=True)
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "config").write_text("[core]\n")
+    for i in range(256):
+        (git / "objects" / f"{i:02x}").mkdir(parents=True)
+    (ws / ".env").write_text("S=1")
+    (ws / "pkg3" / "secrets").mkdir()
+    return ws
+
+
+def row(name: str, samples: list[float], base: list[float] | None = None) -> None:
+    med, p95 = ms(samples)
+    line = f"  {name:<44} median {med:7.2f} ms   p95 {p95:7.2f} ms"
+    if base is not None:
+        bmed, bp95 = ms(base)
+        line += f"   added: median {med - bmed:+6.2f} ms, p95 {p95 - bp95:+6.2f} ms"
+    print(line)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=60)
+    runs = parser.parse_args().runs
+    status = sandbox_status()
+    if not status.available or status.binary is None:
+        print(f"no sandbox here: {status.reason}")
+        return 1
+    bwrap = status.binary
+    with tempfile.TemporaryDirectory(prefix="acpd-bench-") as temp:
+        small = Path(temp) / "small"
+        (small / "src").mkdir(parents=True)
+        (small / "src" / "a.py").write_text("x")
+        (small / ".env").write_text("S=1")
+        conf = build_confinement((str(small),), RULES, cwd=str(small))
+        plain = ["bash", "-c", "true"]
+        netted = Confinement(**{**_fields(conf), "network": True})
+        print(f"sandbox: {status.kind} ({status.reason}); {runs} runs each, interleaved\n")
+        print("1. spawn, small workspace")
+        got = interleaved({
+            "plain": spawn(plain),
+            "bwrap": spawn(bwrap_argv(bwrap, conf, plain)),
+            "bwrap, network shared": spawn(bwrap_argv(bwrap, netted, plain)),
+        }, runs)
+        row("bash -c true (baseline)", got["plain"])
+        row("bwrap ... bash -c true (the local path)", got["bwrap"], got["plain"])
+        row("  same with the network namespace shared", got["bwrap, network shared"],
+            got["plain"])
+
+        print("\n2. per-command confinement build (workspace walk)")
+        row(f"small workspace ({conf.walked} entries)",
+            timed(lambda: build_confinement((str(small),), RULES, cwd=str(small)), runs))
+        big = big_workspace(Path(temp))
+        time.sleep(walk.RACY_NS / 1e9 + 0.1)  # past the racy window: listings can be reused
+        bconf = build_confinement((str(big),), RULES, cwd=str(big))
+
+        def cold() -> None:
+            walk._listings.clear()
+            build_confinement((str(big),), RULES, cwd=str(big))
+
+        few = max(10, runs // 3)
+        row(f"10,000-file workspace, cold ({bconf.walked} entries)", timed(cold, few))
+        row("10,000-file workspace, unchanged since last",
+            timed(lambda: build_confinement((str(big),), RULES, cwd=str(big)), few))
+
+        def one_new_file() -> None:
+            (big / "pkg42" / "mod0" / f"n{time.perf_counter_ns()}.py").write_text("x")
+            build_confinement((str(big),), RULES, cwd=str(big))
+
+        row("10,000-file workspace, one file added", timed(one_new_file, few))
+        big_plain = ["bash", "-c", "true"]
+        big_bwrap = bwrap_argv(bwrap, bconf, big_plain)
+        got = interleaved({"plain": spawn(big_plain), "bwrap": spawn(big_bwrap)}, runs)
+        row("  spawn in it, plain", got["plain"])
+        row(f"  spawn in it, bwrap ({len(big_bwrap)} args)", got["bwrap"], got["plain"])
+        print(f"  walk bound: {WALK_LIMIT} entries per command; past it the card says the "
+              "profile is incomplete")
+
+        print("\n3. editor-terminal launcher")
+        launcher_runs = max(10, runs // 2)
+
+        def launcher() -> None:
+            path = Path(temp) / "profile.json"
+            path.write_text(conf.to_json())
+            subprocess.run([sys.executable, "-P", "-m", "acpd.sandbox", "exec", "--profile",
+                            str(path), "--", *plain], stdin=subprocess.DEVNULL, check=True)
+
+        got = interleaved({"bwrap": spawn(bwrap_argv(bwrap, conf, plain)),
+                           "launcher": launcher,
+                           "python": spawn([sys.executable, "-P", "-c", "pass"])},
+                          launcher_runs)
+        row("bwrap ... bash -c true", got["bwrap"])
+        row("python -P -m acpd.sandbox exec ... (launcher)", got["launcher"], got["bwrap"])
+        row("python -P -c pass (interpreter floor)", got["python"])
+
+        print("\n4. availability probe (once per daemon)")
+        row("bwrap ... true via posix_spawn", timed(lambda: probe(bwrap), max(10, runs // 3)))
+    return 0
+
+
+def _fields(conf: Confinement) -> dict[str, object]:
+    return {name: getattr(conf, name) for name in conf.__dataclass_fields__}
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    sys.exit(main())

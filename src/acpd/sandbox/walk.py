@@ -1,0 +1,206 @@
+"""The bounded walk that finds what to mask and what to make read-only in the workspace.
+
+Every entry is visited (no directory is skipped because of its name: `.git/objects` or
+`node_modules` can hold a `deny_read` match as well as any other directory), except inside a
+directory that is masked whole. Symlinks are not followed: a link whose name is denied has its
+target masked (mounts act on real paths, so a link to a masked path reads the mask). The walk
+stops after `limit` entries and says so (`truncated`); the caller reports the profile as
+incomplete. A directory's findings are reused only while the directory is provably unchanged
+(same inode and ctime, see `_listing`): that is a check of the disk as it is now, not a fact
+kept from an earlier command, and it makes a 10,000-file workspace cost a stat per directory.
+
+A directory that holds `HEAD`, `config` and `objects` is a git directory (a
+workspace's `.git`, a nested repository's, a submodule's under `.git/modules`, a bare repo):
+its `hooks`, `config` and `info` become read-only, since git runs what they name (a missing
+`hooks` or `info` becomes an empty read-only directory), and the git directory itself is pinned
+(bound onto itself: a mount point cannot be renamed, so `mv .git old && git init` fails). A
+`.git` file (a pointer to a git directory elsewhere) is read-only.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+
+from acpd.sandbox.rules import Matcher
+
+GIT_CODE = ("hooks", "config", "info")
+"""What git executes or obeys inside a git directory (hooks; config: core.fsmonitor,
+core.hooksPath, aliases, filters; info: attributes that name filters, exclude)."""
+
+
+@dataclass(slots=True)
+class Found:
+    mask_files: list[str] = field(default_factory=list)
+    mask_dirs: list[str] = field(default_factory=list)
+    read_only: list[str] = field(default_factory=list)
+    empty_dirs: list[str] = field(default_factory=list)
+    git_dirs: list[str] = field(default_factory=list)
+    walked: int = 0
+    truncated: bool = False
+
+
+    def merge(self, other: Found) -> None:
+        self.mask_files += other.mask_files
+        self.mask_dirs += other.mask_dirs
+        self.read_only += other.read_only
+        self.empty_dirs += other.empty_dirs
+        self.git_dirs += other.git_dirs
+        self.walked += other.walked
+
+
+@dataclass(slots=True)
+class _Listing:
+    """One directory's findings, reusable while the directory is provably unchanged."""
+
+    dev: int
+    ino: int
+    ctime_ns: int
+    deny_read: Matcher
+    deny_write: Matcher
+    found: Found
+    subdirs: list[tuple[str, str]]
+
+
+RACY_NS = 1_000_000_000
+"""A directory changed less than this long before it was read is read again next time."""
+CACHE_DIRS = 100_000
+_listings: dict[tuple[str, str], _Listing] = {}
+
+
+def walk_root(root: str, deny_read: Matcher, deny_write: Matcher, found: Found,
+              limit: int) -> None:
+    """Visit `root` (a real, absolute directory), appending to `found`."""
+    stack: list[tuple[str, str]] = [(root, "")]
+    while stack:
+        directory, rel = stack.pop()
+        listing = _listing(directory, rel, deny_read, deny_write)
+        if listing is None:
+            continue  # gone or unreadable: the command cannot read it either
+        if found.walked + listing.found.walked > limit:
+            found.truncated = True
+            return
+        found.merge(listing.found)
+        stack.extend(listing.subdirs)
+
+
+def _listing(directory: str, rel: str, deny_read: Matcher, deny_write: Matcher
+             ) -> _Listing | None:
+    """The directory's findings: read from disk, or reused when the directory's inode and
+    ctime are those of the last read. Creating, removing or renaming an entry changes the
+    directory's ctime, and no process can set a ctime (utimes sets it to now), so an unchanged
+    ctime means unchanged entries. The stat comes before the read (a change in between shows
+    up next time), and a directory changed within RACY_NS of its read is not reused (ctime
+    ticks are coarse: a second change in the same tick would not show). A listing with a
+    denied symlink is never reused: its target can change without the directory changing."""
+    key = (directory, rel)
+    try:
+        st = os.stat(directory, follow_symlinks=False)
+        known = _listings.get(key)
+        if (known is not None and known.ino == st.st_ino and known.dev == st.st_dev
+                and known.ctime_ns == st.st_ctime_ns and known.deny_read is deny_read
+                and known.deny_write is deny_write):
+            return known
+        with os.scandir(directory) as it:
+            entries = list(it)
+    except OSError:
+        return None
+    listing = _Listing(st.st_dev, st.st_ino, st.st_ctime_ns, deny_read, deny_write, Found(), [])
+    names = {e.name for e in entries}
+    if {"HEAD", "config", "objects"} <= names:
+        _git_dir(directory, entries, listing.found)
+    reusable = True
+    for entry in entries:
+        listing.found.walked += 1
+        child_rel = f"{rel}/{entry.name}" if rel else entry.name
+        reusable &= _visit(entry, child_rel, deny_read, deny_write, listing.found,
+                           listing.subdirs)
+    if reusable and time.time_ns() - st.st_ctime_ns > RACY_NS:
+        if len(_listings) >= CACHE_DIRS:
+            _listings.clear()
+        _listings[key] = listing
+    return listing
+
+
+def _visit(entry: os.DirEntry[str], rel: str, deny_read: Matcher, deny_write: Matcher,
+           found: Found, stack: list[tuple[str, str]]) -> bool:
+    """Record what `entry` needs; False when the finding depends on more than the entry's
+    name and type (a symlink's target), so the directory's listing must not be reused."""
+    path = entry.path
+    try:
+        is_link = entry.is_symlink()
+        is_dir = not is_link and entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+    if is_link:
+        if deny_read.match(path, rel):
+            mask_target(path, found)
+            return False
+        return True
+    if is_dir:
+        if deny_read.match(path, rel) or deny_read.covers_subtree(path, rel):
+            found.mask_dirs.append(path)
+            return True
+        if deny_write.match(path, rel) or deny_write.covers_subtree(path, rel):
+            found.read_only.append(path)
+        stack.append((path, rel))
+        return True
+    if deny_read.match(path, rel):
+        found.mask_files.append(path)
+    elif deny_write.match(path, rel) or entry.name == ".git":
+        # A `.git` file (a worktree's or submodule's pointer) names the git directory:
+        # rewritten, it would point git at one the command wrote.
+        found.read_only.append(path)
+    return True
+
+
+def mask_target(path: str, found: Found) -> None:
+    """Mask what `path` really names (a symlink's target), when it exists."""
+    real = os.path.realpath(path)
+    try:
+        mode = os.stat(real).st_mode
+    except OSError:
+        return  # dangling: nothing to read
+    if stat.S_ISDIR(mode):
+        found.mask_dirs.append(real)
+    elif stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode):
+        found.mask_files.append(real)
+
+
+def _git_dir(directory: str, entries: list[os.DirEntry[str]], found: Found) -> None:
+    found.git_dirs.append(directory)
+    present = {e.name: e for e in entries}
+    for name in GIT_CODE:
+        entry = present.get(name)
+        if entry is None and name != "config":
+            # Missing: an empty read-only directory takes its place (bubblewrap creates the
+            # mount point, an empty directory, as `git init` would have).
+            found.empty_dirs.append(os.path.join(directory, name))
+        elif entry is not None and not entry.is_symlink():
+            found.read_only.append(entry.path)
+
+
+def walk_pattern_prefix(prefix: str, matcher: Matcher, found: Found, limit: int) -> None:
+    """Masks for an absolute glob pattern: walk its literal directory prefix (bounded)."""
+    stack = [prefix]
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            found.walked += 1
+            if found.walked > limit:
+                found.truncated = True
+                return
+            if matcher.match(entry.path, None):
+                mask_target(entry.path, found)
+            elif entry.is_dir(follow_symlinks=False):
+                if matcher.covers_subtree(entry.path, None):
+                    found.mask_dirs.append(entry.path)
+                else:
+                    stack.append(entry.path)
