@@ -178,8 +178,12 @@ class ShellPolicies:
         assert entry.stop is not None
         targets = entry.handle.watch_targets()
         try:
-            async for _changes in watch_paths(targets, debounce_ms=self.settings.debounce_ms,
-                                              stop_event=entry.stop):
+            # The first (empty) batch comes once the watch is in place: a change made between
+            # the handle's build and that instant is caught by `astale` (issue 9, item 6).
+            async for changes in watch_paths(targets, debounce_ms=self.settings.debounce_ms,
+                                             stop_event=entry.stop, ready=True):
+                if not changes and not await entry.handle.astale():
+                    continue
                 report = await entry.handle.arebuild()
                 await self._reported(entry, report)
         except Exception:  # the daemon goes on with the last good policy
