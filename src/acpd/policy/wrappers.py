@@ -69,6 +69,9 @@ _SHELL_VALUES = _fs("-o", "-O", "+o", "+O", "--rcfile", "--init-file")
 _WATCH_VALUES = _fs("-n", "-d", "-q", "--interval", "--differences", "--equexit")
 
 
+DETACHING = frozenset({"setsid", "nohup", "disown", "daemonize"})
+"""Wrappers whose command may outlive the kill of its process group."""
+
 WRAPPERS = frozenset({*_SIMPLE, "env", "command", "exec", "busybox", "coproc", "xargs",
                       "parallel", "flock", "watch", "eval", "trap", "su", "runuser", "script",
                       "find", "fd", "fdfind", *SHELLS})

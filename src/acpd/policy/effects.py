@@ -1,0 +1,136 @@
+"""What a modelled command does to the file system, judged beyond single paths.
+
+- Deleting the home directory, `/`, or an ancestor of a workspace root is deny wherever HOME
+  is (under a write root like /tmp too), by any spelling that resolves there or a glob that
+  could name it.
+- A deletion that removes `.git` content or more than `max_delete_files` entries asks, even
+  where a rule or the mode would allow it (a bounded count per decision).
+- A recursive read of a tree holding `deny_read` files asks unless the command is sandboxed
+  (the sandbox masks them); a tree too big to check asks too.
+- A recursive copy of a tree holding a `.git` creates a repository: ask.
+- git run in (or `-C` to) a directory of another repository asks.
+
+Every check looks at the file system afresh, within a bound; nothing is cached.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable
+
+from acpd.policy.decision import Verdict
+from acpd.policy.sandbox import PathRules
+from acpd.policy.treescan import denied_in_tree, foreign_repository, tree_facts
+
+Finding = tuple[Verdict, str, str]
+_GLOB_CHARS = ("*", "?", "[")
+
+
+def _absolute(raw: str, cwd: str) -> str:
+    return os.path.normpath(raw if raw.startswith("/") else os.path.join(cwd, raw))
+
+
+def protected_paths(home: str, roots: tuple[str, ...]) -> set[str]:
+    """`/`, HOME and its ancestors, and every ancestor of a workspace root."""
+    out = {"/"}
+    for start in (os.path.normpath(home), *roots):
+        cur = start
+        if start == os.path.normpath(home):
+            out.add(cur)
+        while cur not in ("/", ""):
+            cur = os.path.dirname(cur)
+            out.add(cur)
+    return out
+
+
+def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home: str,
+                      roots: tuple[str, ...], max_files: int) -> list[Finding]:
+    found: list[Finding] = []
+    protected: set[str] | None = None
+    for raw, recursive in deletes:
+        for cwd in cwds:
+            path = _absolute(raw, cwd)
+            if protected is None:
+                protected = protected_paths(home, roots)
+            hit = _protected_hit(path, protected)
+            if hit is not None:
+                found.append(("deny", "destroy.home-or-ancestor",
+                              f"deleting {raw} removes {hit} (HOME, / or an ancestor of the "
+                              "workspace)"))
+                continue
+            if ".git" in path.split("/"):
+                found.append(("ask", "destroy.git", f"deleting {raw} removes .git content"))
+                continue
+            if not recursive:
+                continue
+            facts = tree_facts(path, max_files)
+            if facts is None:
+                continue
+            if facts.git is not None:
+                found.append(("ask", "destroy.git", f"deleting {raw} removes {facts.git}"))
+            elif facts.over:
+                found.append(("ask", "destroy.many", f"deleting {raw} removes more than "
+                              f"{max_files} files"))
+    return found
+
+
+def _protected_hit(path: str, protected: set[str]) -> str | None:
+    forms = {path, os.path.realpath(path)} if "\x00" not in path else {path}
+    for form in forms:
+        if form in protected:
+            return form
+    if any(c in path for c in _GLOB_CHARS):
+        for prot in protected:
+            if fnmatch.fnmatchcase(prot, path) or fnmatch.fnmatchcase(prot + "/", path):
+                return prot
+    return None
+
+
+def tree_findings(trees: Iterable[str], cwds: list[str], rules: PathRules,
+                  hidden: bool) -> list[Finding]:
+    found: list[Finding] = []
+    for raw in trees:
+        for cwd in cwds:
+            path = _absolute(raw, cwd)
+            facts = denied_in_tree(path, rules, hidden=hidden)
+            if facts is None:
+                continue
+            if facts.denied is not None:
+                found.append(("ask", "path.deny-read-tree",
+                              f"{raw} holds {facts.denied}, which deny_read names"))
+            elif facts.over:
+                found.append(("ask", "path.tree-too-big",
+                              f"{raw} is too big to check for deny_read files"))
+    return found
+
+
+def copy_findings(copies: Iterable[str], cwds: list[str], limit: int) -> list[Finding]:
+    found: list[Finding] = []
+    for raw in copies:
+        for cwd in cwds:
+            path = _absolute(raw, cwd)
+            if os.path.basename(path) == ".git":
+                found.append(("ask", "git.create-repository", f"copying {raw} copies a "
+                              "git directory"))
+                continue
+            facts = tree_facts(path, limit)
+            if facts is not None and facts.git is not None:
+                found.append(("ask", "git.create-repository",
+                              f"copying {raw} copies {facts.git} (a repository)"))
+    return found
+
+
+def git_repository_findings(dirs: list[str], cwds: list[str],
+                            roots: tuple[str, ...]) -> list[Finding]:
+    found: list[Finding] = []
+    places = [_absolute(d, cwd) for d in dirs for cwd in cwds] if dirs else cwds
+    for place in places:
+        for form in {place, os.path.realpath(place)}:
+            other = foreign_repository(form, roots)
+            if other is not None:
+                found.append(("ask", "git.other-repository",
+                              f"git runs in {place}, whose repository ({other}) is not the "
+                              "workspace's own"))
+                break
+    return found

@@ -1,0 +1,113 @@
+"""Bounded looks at the file system for one decision, never cached across decisions.
+
+- `denied_in_tree`: does a directory a command reads recursively (`grep -r`, `rg`, `diff -r`,
+  `tar -c`, `cp -r`) hold a file `deny_read` names? The walk stops after `limit` entries: a
+  tree too big to check is reported as such (the caller asks).
+- `tree_facts`: how many entries a deletion removes (up to a limit) and whether a `.git` is
+  among them.
+- `foreign_repository`: is a directory inside a git repository other than the workspace's own
+  (a `.git` between it and the workspace root)?
+
+Symbolic links are not followed into directories (grep -r, rg and cp -r do not either); a
+link's own target is checked against `deny_read`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+from acpd.policy.sandbox import PathRules, inside, matches
+
+SCAN_LIMIT = 4000
+
+
+class TreeFacts(NamedTuple):
+    entries: int
+    """Entries counted (stops at the limit)."""
+    over: bool
+    """The limit was reached."""
+    git: str | None
+    """A `.git` found among the entries (or the start itself)."""
+    denied: str | None
+    """An entry `deny_read` names: (path)."""
+
+
+def _walk(start: str, limit: int, hidden: bool, rules: PathRules | None,
+          skip_git: bool) -> TreeFacts:
+    count = 0
+    git: str | None = None
+    denied: str | None = None
+    stack = [start]
+    while stack:
+        top = stack.pop()
+        try:
+            with os.scandir(top) as it:
+                for entry in it:
+                    count += 1
+                    if count > limit:
+                        return TreeFacts(count, True, git, denied)
+                    name = entry.name
+                    if name == ".git":
+                        git = git or entry.path
+                        if skip_git:
+                            continue
+                    if not hidden and name.startswith("."):
+                        continue
+                    if rules is not None and denied is None:
+                        denied = _denied(entry, rules)
+                        if denied is not None and skip_git:
+                            return TreeFacts(count, False, git, denied)
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+    return TreeFacts(count, False, git, denied)
+
+
+def _denied(entry: os.DirEntry[str], rules: PathRules) -> str | None:
+    path = entry.path
+    forms = [path]
+    try:
+        if entry.is_symlink():
+            forms.append(os.path.realpath(path))
+    except OSError:
+        pass
+    for form in forms:
+        if rules.read_filter.may_match(form, rules.roots) and matches(
+                form, rules.deny_read, rules.roots):
+            return form
+    return None
+
+
+def denied_in_tree(path: str, rules: PathRules, *, hidden: bool = True,
+                   limit: int = SCAN_LIMIT) -> TreeFacts | None:
+    """Facts about the tree at `path` (absolute) if it is a directory, else None."""
+    if not os.path.isdir(path) or os.path.islink(path):
+        return None
+    return _walk(path, limit, hidden, rules, skip_git=True)
+
+
+def tree_facts(path: str, limit: int) -> TreeFacts | None:
+    """Entries under `path` (a directory, not followed if a link) and any `.git` among them."""
+    if os.path.islink(path) or not os.path.isdir(path):
+        return None
+    return _walk(path, limit, True, None, skip_git=True)
+
+
+def foreign_repository(path: str, roots: tuple[str, ...]) -> str | None:
+    """The `.git` between `path` and its workspace root (exclusive), if any; `path` outside
+    every root is reported as itself."""
+    root = inside(path, roots)
+    if root is None:
+        return path
+    cur = path
+    while cur != root and len(cur) > len(root):
+        marker = os.path.join(cur, ".git")
+        if os.path.lexists(marker):
+            return marker
+        cur = os.path.dirname(cur)
+    return None
