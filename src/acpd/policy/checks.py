@@ -301,7 +301,7 @@ def system_state(name: str, args: list[str], ctx: CheckContext) -> bool:
     if name == "systemctl":
         return bool(pos) and pos[0] not in _SYSTEMCTL_READ
     if name == "service":
-        return len(pos) >= 2 and pos[1] != "status" or any(o == "--status-all" for o in [])
+        return len(pos) >= 2 and pos[1] != "status"
     if name in ("timedatectl", "hostnamectl", "localectl"):
         return any(p.startswith("set-") for p in pos)
     if name == "mount":

@@ -31,7 +31,8 @@ def run(args: argparse.Namespace) -> int:
         if words and words[0] == "--":
             words = words[1:]
         return check(" ".join(words) if len(words) != 1 else words[0], config=config,
-                     cwd=args.cwd, as_json=args.json, trust=args.trust, plugin_dirs=plugins)
+                     cwd=args.cwd, as_json=args.json, trust=args.trust, plugin_dirs=plugins,
+                     sandboxed=getattr(args, "sandboxed", False))
     if args.policy_command == "explain":
         return explain(config=config, plugin_dirs=plugins, as_json=args.json)
     return test_corpus(Path(args.file), config=config, plugin_dirs=plugins,
@@ -48,14 +49,15 @@ def _handle(config: Path | None, plugin_dirs: list[Path], err: TextIO) -> Policy
 def check(command: str, *, config: Path | None = None, cwd: str | None = None,
           as_json: bool = False, trust: Trust | None = None,
           plugin_dirs: list[Path] | None = None, out: TextIO | None = None,
-          err: TextIO | None = None) -> int:
+          err: TextIO | None = None, sandboxed: bool = False) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     handle = _handle(config, plugin_dirs or [], err)
     if config is not None and handle.last_report.kept_last_good:
         return 3
     workdir = os.path.abspath(cwd or os.getcwd())
-    decision = handle.judge(command, cwd=workdir, roots=(workdir,), trust=trust)
+    decision = handle.judge(command, cwd=workdir, roots=(workdir,), trust=trust,
+                            sandboxed=sandboxed)
     if as_json:
         print(json.dumps(decision.to_json()), file=out)
     else:

@@ -155,9 +155,9 @@ class PolicyHandle:
         return self._current
 
     def judge(self, command: str, *, cwd: str, roots: tuple[str, ...] | None = None,
-              trust: Trust | None = None) -> Decision:
+              trust: Trust | None = None, sandboxed: bool = False) -> Decision:
         policy = self._current  # read once: the whole decision uses this object
-        return policy.judge(command, cwd=cwd, roots=roots, trust=trust)
+        return policy.judge(command, cwd=cwd, roots=roots, trust=trust, sandboxed=sandboxed)
 
     def publish(self, policy: CompiledPolicy) -> None:
         self._current = policy

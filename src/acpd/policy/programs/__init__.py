@@ -16,7 +16,7 @@ from acpd.policy.programs.coreutils import TABLE
 from acpd.policy.programs.git import model_git
 from acpd.policy.programs.spec import Model, Parsed, Program, apply_roles, parse_argv, program
 
-__all__ = ["Model", "model", "known"]
+__all__ = ["Model", "known", "model"]
 
 _DOCKER_GLOBAL = program("docker", "Dl:", "debug log-level=", permute=False)
 _DOCKER = {
@@ -73,7 +73,8 @@ def model(name: str, args: list[str]) -> Model | None:
 def _positionals(prog: Program, parsed: Parsed, m: Model) -> None:
     pos = [p for p in parsed.positionals if p != "-"]
     kind = prog.positionals
-    recursive = parsed.role("recursive")
+    recursive = parsed.role("recursive") or any(
+        "recurse".startswith(v) and v for v in parsed.values("-d", "--directories"))
     if kind == "read":
         m.reads.extend(pos)
         if recursive:

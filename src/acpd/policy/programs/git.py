@@ -229,12 +229,17 @@ def _sub_paths(sub: str, parsed: Parsed, model: Model) -> None:
             model.trees.extend(pos or ["."])
     elif sub in ("add", "commit", "blame", "status"):
         model.reads.extend(p for p in pos if not p.startswith(":"))
-    elif sub == "config":
-        if not parsed.options and pos[:1] not in (["get"], ["list"]):
-            model.ask_unknown("a config form that may write")
-    elif sub == "remote":
-        if pos and pos[0] not in ("show", "get-url"):
-            model.ask_unknown(f"remote {pos[0]} changes the configuration")
+    elif sub == "config" and _config_may_write(pos):
+        model.ask_unknown("a config form that may write")
+    elif sub == "remote" and pos and pos[0] not in ("show", "get-url"):
+        model.ask_unknown(f"remote {pos[0]} changes the configuration")
+
+
+def _config_may_write(pos: list[str]) -> bool:
+    if pos[:1] in (["get"], ["list"]):
+        return len(pos) > 2
+    return len(pos) != 1 or pos[0] in ("set", "unset", "edit", "rename-section",
+                                       "remove-section")
 
 
 def _stash(args: list[str], model: Model) -> None:

@@ -8,6 +8,7 @@ and are also unknown here, so a policy without those rules still asks.
 
 from __future__ import annotations
 
+import os
 import re
 
 from acpd.policy.programs.coreutils import TABLE, add
@@ -140,7 +141,7 @@ _FIND_READ = frozenset({"-newer", "-anewer", "-cnewer", "-samefile"})
 def _find(prog: Program, parsed: Parsed, model: Model) -> None:
     args = list(parsed.positionals)
     i = 0
-    while i < len(args) and args[i] in ("-H", "-L", "-P") or (
+    while (i < len(args) and args[i] in ("-H", "-L", "-P")) or (
             i < len(args) and args[i].startswith(("-D", "-O")) and args[i] not in _FIND_FLAG):
         if args[i] == "-D":
             i += 1
@@ -198,7 +199,7 @@ def _tar(prog: Program, parsed: Parsed, model: Model) -> None:
         model.writes.extend(a for a in archives if a != "-")
         model.reads.extend(dirs)
         model.reads.extend(members)
-        model.trees.extend(members if not dirs else dirs)
+        model.trees.extend([os.path.join(dirs[-1], m) for m in members] if dirs else members)
         if parsed.has("--remove-files"):
             model.deletes.extend((m, True) for m in members)
         if not members and not parsed.has("--files-from"):
@@ -233,7 +234,8 @@ TAR = program(
     "tar", "AcdrtuxzjJaZvkmopPSWwhiBMOGlRsUf:C:T:X:b:H:g:K:N:L:V:I:F:",
     "create extract get list append update concatenate catenate diff compare delete "
     "-f/file= -C/directory= -T/files-from= -X/exclude-from= -P/absolute-names "
-    "-g/listed-incremental= -I/use-compress-program= -F/info-script= exclude= exclude-vcs exclude-vcs-ignores "
+    "-g/listed-incremental= -I/use-compress-program= -F/info-script= exclude= exclude-vcs "
+    "exclude-vcs-ignores "
     "exclude-caches exclude-backups gzip gunzip ungzip bzip2 xz lzma lzip lzop zstd "
     "compress uncompress auto-compress verbose keep-old-files skip-old-files "
     "keep-newer-files overwrite overwrite-dir no-overwrite-dir touch preserve-permissions "

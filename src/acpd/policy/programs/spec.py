@@ -108,7 +108,7 @@ class Program:
     """No option parsing at all: every word is text (echo)."""
     single_dash_long: bool = False
 
-    def long(self, word: str) -> Opt | None | str:
+    def long(self, word: str) -> Opt | str | None:
         """The option `--word` names: an Opt, None (unknown) or "ambiguous"."""
         opt = self.longs.get(word)
         if opt is not None or not self.abbrev:
