@@ -32,6 +32,7 @@ from acpd.tools.spec import Effect, ToolSpec
 if TYPE_CHECKING:
     from acpd.policy.decision import Decision as ShellDecision
 
+SHELL_TOOL = "core__bash"
 MODES = ("read-only", "ask", "auto")
 DEFAULT_MODE = "ask"
 DEFAULT_ENABLED = ("core__*",)
@@ -102,8 +103,9 @@ class ToolPolicy:
             return Decision(
                 "deny", f"{spec.name} changes state and the session is read-only", "mode"
             )
+        which = "shell" if spec.id == SHELL_TOOL else "path"
         if shell is not None and shell.verdict == "deny":
-            return Decision("deny", "the shell policy denies it: " + _reasons(shell), "policy")
+            return Decision("deny", f"the {which} policy denies it: " + _reasons(shell), "policy")
         match = self.rules.match(spec, args, cwd)
         if match is not None and match.verdict == "deny":
             return Decision("deny", f"denied by the rule {match.rule.pattern!r}", "rule")
@@ -116,10 +118,12 @@ class ToolPolicy:
             return Decision("ask", f"the rule {match.rule.pattern!r} asks first", "user")
         if shell is not None:
             if shell.verdict == "ask":
-                return Decision("ask", "the shell policy asks first: " + _reasons(shell), "user")
+                return Decision("ask", f"the {which} policy asks first: " + _reasons(shell),
+                                "user")
             if match is not None:
                 return Decision("allow", f"allowed by the rule {match.rule.pattern!r}", "rule")
-            return Decision("allow", "allowed by the shell policy", "policy")
+            if spec.id == SHELL_TOOL:
+                return Decision("allow", "allowed by the shell policy", "policy")
         if match is not None:
             return Decision("allow", f"allowed by the rule {match.rule.pattern!r}", "rule")
         if not changes:

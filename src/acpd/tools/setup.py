@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +13,7 @@ from acpd.tools.approvals import ApprovalBook
 from acpd.tools.audit import AuditLog
 from acpd.tools.builtin import core_registry
 from acpd.tools.filters import FilterSettings, load_filter_set
+from acpd.tools.fs.pathguard import PathSource
 from acpd.tools.output import OutputStage
 from acpd.tools.outputreload import OutputReloader, SettingsLoader
 from acpd.tools.overflow import OverflowSettings
@@ -54,7 +55,16 @@ def build_toolkit(
     Raises RegistrationError for a bad executor order or tool, OSError when the audit log
     cannot be opened (a daemon that cannot audit must not run tools).
     """
-    registry = core_registry(tools.file.tools_config(), tools.executor_order)
+    sh = tools.shell
+    shell = ShellPolicies(ShellPolicySettings(
+        Path(sh.policy_file) if sh.policy_file else None, sh.trust,
+        tuple(sh.trusted_workspaces), tuple(sh.plugin_paths()),
+    ))
+    # The file tools judge paths with the shell's path rules and the permission rules, both
+    # as they are at each call (the rules are bound to the pipeline once it exists).
+    paths = PathSource(shell)
+    registry = core_registry(replace(tools.file.tools_config(), paths=paths),
+                             tools.executor_order)
     policy = ToolPolicy(tools.enabled, RuleSet(tools.rule_entries()))
     audit = None
     if data_dir is not None and tools.audit.enabled:
@@ -69,13 +79,9 @@ def build_toolkit(
         AnomalySettings(a.enabled, a.window_size, a.failure_threshold, a.min_calls, a.auto_block),
     )
     book = ApprovalBook(data_dir / APPROVALS_DIR if data_dir is not None else None)
-    sh = tools.shell
-    shell = ShellPolicies(ShellPolicySettings(
-        Path(sh.policy_file) if sh.policy_file else None, sh.trust,
-        tuple(sh.trusted_workspaces), tuple(sh.plugin_paths()),
-    ))
     output = build_output_stage(tools, config_dir)
     pipeline = ToolPipeline(registry, policy, audit, retry, shell, output=output)
+    paths.tool_rules = lambda: pipeline.policy.rules
     reloader = None
     if config_dir is not None or config_file is not None:
         reloader = OutputReloader(

@@ -239,8 +239,25 @@ class _Env(Protocol):
 
 async def judge_call(shell: ShellPolicies | None, spec: ToolSpec, args: dict[str, Any],
                      env: _Env) -> Decision | None:
-    """The shell policy's decision for a bash call; None for other tools (or no policy)."""
-    command = args.get("command")
-    if shell is None or spec.id != SHELL_TOOL or not isinstance(command, str):
+    """The shell policy's decision for a bash call, and its path rules' decision for a file
+    tool call (None when every path is allowed, so the mode and the rules decide as for any
+    call); None for other tools (or no policy)."""
+    if shell is None:
         return None
-    return await shell.judge(command, cwd=env.cwd, roots=env.roots, session_id=env.session_id)
+    command = args.get("command")
+    if spec.id == SHELL_TOOL and isinstance(command, str):
+        return await shell.judge(command, cwd=env.cwd, roots=env.roots,
+                                 session_id=env.session_id)
+    from acpd.tools.fs.pathguard import PATH_ARGS, prejudge
+
+    if spec.id not in PATH_ARGS:
+        return None
+    from acpd.policy.decision import Decision
+
+    try:
+        handle = await shell.handle_for(env.cwd, env.session_id)
+        return prejudge(handle.current, spec.id, args, env.cwd, env.roots)
+    except Exception as exc:  # fail closed, as for bash
+        log.exception("the path policy could not judge a file tool call")
+        reason = f"the path policy could not judge this call ({type(exc).__name__}: {exc})"
+        return Decision("deny", (reason[:500],), ("policy.error",), "")
