@@ -15,8 +15,11 @@ from itertools import product
 from typing import NamedTuple
 
 from acpd.policy.braces import brace_expand
+from acpd.policy.budget import TooComplex, check
 
 MAX_ALTERNATIVES = 16
+MAX_NESTING = 16
+"""`${a:-${b:-...}}` deeper than this is not modelled (TooComplex: the judge asks)."""
 DYN = "\x00?"
 """Stands for an unknown value inside a computed string."""
 
@@ -265,33 +268,37 @@ Env = dict[str, tuple[str, ...]]
 """Known values of variables: every literal value the script could give them."""
 
 
-def _param_values(seg: Param, env: Env, home: str) -> tuple[list[str], bool]:
-    """Possible values of a parameter expansion and whether an unknown value is possible."""
+def _param_values(seg: Param, env: Env, home: str, depth: int = 0) -> tuple[list[str], bool]:
+    """Possible values of a parameter expansion and whether an unknown value is possible.
+    Raises TooComplex past MAX_NESTING nested `${x:-${y:-...}}` operands."""
     known = env.get(seg.name)
     values = list(known) if known else []
     unknown = known is None
     if seg.op == "":
         return values, unknown
     if seg.op in (":-", "-", ":=", "="):
-        default, default_dynamic = expand_text(seg.arg, env, home)
+        default, default_dynamic = expand_text(seg.arg, env, home, depth + 1)
         return [*values, default], unknown or default_dynamic
     if seg.op in (":+", "+"):
-        alt, alt_dynamic = expand_text(seg.arg, env, home)
+        alt, alt_dynamic = expand_text(seg.arg, env, home, depth + 1)
         return ["", alt], alt_dynamic
     if seg.op in (":?", "?"):
         return values, unknown
     return [], True
 
 
-def expand_text(text: str, env: Env, home: str) -> tuple[str, bool]:
+def expand_text(text: str, env: Env, home: str, depth: int = 0) -> tuple[str, bool]:
     """A single best value of a word fragment (used for `${x:-default}`)."""
+    if depth > MAX_NESTING:
+        raise TooComplex("parameter expansions nested too deeply")
+    check()
     out: list[str] = []
     dynamic = False
     for seg in lex(text, home):
         if isinstance(seg, Lit):
             out.append(seg.text)
         elif isinstance(seg, Param):
-            vals, unk = _param_values(seg, env, home)
+            vals, unk = _param_values(seg, env, home, depth)
             if vals:
                 out.append(vals[0])
             dynamic = dynamic or unk or not vals
@@ -331,7 +338,9 @@ def expand(text: str, env: Env, home: str) -> Expanded:
 
 
 def expand_segments(text: str, env: Env, home: str) -> Expanded:
-    """`expand` without the shortcut for simple words (every word goes through `lex`)."""
+    """`expand` without the shortcut for simple words (every word goes through `lex`).
+    Raises TooComplex for nesting past MAX_NESTING, OverBudget past the deadline."""
+    check()
     segs = lex(text, home)
     dynamic = False
     glob = False

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from acpd.tools.filters.safety import MAX_MATCH_CHARS, combine, compile_pattern
+from acpd.tools.filters.safety import combine, compile_pattern
 from acpd.tools.filters.types import StageResult
 
 
@@ -89,9 +89,7 @@ def choice_param(table: Mapping[str, Any], key: str, choices: tuple[str, ...]) -
 
 
 def hit(pattern: re.Pattern[str], line: str) -> bool:
-    """Search one line, on at most MAX_MATCH_CHARS characters (bounds the worst case)."""
-    if len(line) > MAX_MATCH_CHARS:
-        line = line[:MAX_MATCH_CHARS]
+    """Search one whole line (configured patterns run on RE2: linear in the line)."""
     return pattern.search(line) is not None
 
 
