@@ -13,6 +13,7 @@ ones, before the fix) and some after.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 from pathlib import Path
@@ -102,7 +103,7 @@ async def test_an_overlay_written_around_the_first_decision_is_not_lost(
             if client.final(first["toolCallId"])["status"] == "completed":
                 # decided without the overlay: a reload must bring it in
                 try:
-                    await client.wait_for(lambda w=workspace: overlay_loaded(client, w), 5)
+                    await client.wait_for(functools.partial(overlay_loaded, client, workspace), 5)
                 except TimeoutError:
                     lost.append(trial)
             assert await run.prompt(session_id, "two") == "end_turn"

@@ -132,6 +132,12 @@ class ToolPolicy:
             return Decision("allow", "auto mode", "mode")
         return Decision("ask", f"{spec.name} needs approval in ask mode", "user")
 
+    def rules_hash(self) -> str:
+        """A digest of the enabled tools and the rules (what a reload announces)."""
+        canonical = json.dumps({"enabled": self.enabled, "rules": self.rules.describe()},
+                               sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
     def policy_hash(self, mode: str) -> str:
         """A digest of everything that decides (enabled tools, rules, mode): an audit line
         says which policy let a call through."""

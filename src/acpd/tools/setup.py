@@ -21,6 +21,7 @@ from acpd.tools.permissions import ToolPolicy
 from acpd.tools.pipeline import ToolPipeline
 from acpd.tools.retry import RetryPolicy
 from acpd.tools.rules import RuleSet
+from acpd.tools.rulesreload import RulesReloader, rules_loader
 from acpd.tools.shellpolicy import ShellPolicies, ShellPolicySettings
 from acpd.tools.state import SessionToolSettings
 
@@ -89,6 +90,9 @@ def build_toolkit(
             load_settings=_settings_loader(reload_tools) if reload_tools is not None else None,
         )
         shell.add_watcher(reloader.watch)
+    if config_file is not None and reload_tools is not None:
+        rules = RulesReloader(pipeline, config_file, rules_loader(reload_tools), shell)
+        shell.add_watcher(rules.watch)
     return Toolkit(pipeline, settings, book, reloader)
 
 

@@ -77,6 +77,8 @@ class ShellPolicies:
         self._closed = False
         self._watchers: list[Watcher] = []
         self._watchers_stop: anyio.Event | None = None
+        self._config_notice: str | None = None
+        self._config_told: set[str] = set()
 
     # --- per workspace ----------------------------------------------------------------------
 
@@ -204,12 +206,26 @@ class ShellPolicies:
             await self._notify("_acpd/policy_reloaded", reload_params(report))
 
     def take_notice(self, session_id: str) -> str | None:
-        """The error line owed to a session (once), shown to it at its next turn."""
+        """The error lines owed to a session (once), shown to it at its next turn."""
+        lines = []
         for entry in self._entries.values():
             line = entry.notices.pop(session_id, None)
             if line is not None:
-                return line
-        return None
+                lines.append(line)
+                break
+        if self._config_notice is not None and session_id not in self._config_told:
+            self._config_told.add(session_id)
+            lines.append(self._config_notice)
+        return "\n\n".join(lines) if lines else None
+
+    async def config_reloaded(self, params: dict[str, Any], notice: str | None) -> None:
+        """Another part of the policy (config.toml's permission rules) was reloaded: announce
+        it like a policy reload; `notice` (None: all is well again) is owed to every session,
+        once, at its next prompt."""
+        self._config_notice = notice
+        self._config_told = set()
+        if self._notify is not None:
+            await self._notify("_acpd/policy_reloaded", params)
 
     def close(self) -> None:
         """Stop every watcher (the connection is ending)."""
