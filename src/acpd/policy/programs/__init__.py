@@ -121,11 +121,11 @@ def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Mod
         m.writes.extend(sources)
         return
     if kind == "link" or parsed.role("link"):
-        base = dest if targets or len(sources) > 1 else os.path.dirname(dest)
         for src in sources:
             m.links.append(src)
-            if parsed.has("--symbolic", "-s") and not src.startswith("/") and base:
-                m.links.append(os.path.join(base, src))
+            if parsed.has("--symbolic", "-s") and not src.startswith("/"):
+                # relative to the link's directory: the destination, or the one holding it
+                m.links.extend(os.path.join(b, src) for b in {dest, os.path.dirname(dest)} if b)
         if kind == "link":
             return
     m.reads.extend(sources)

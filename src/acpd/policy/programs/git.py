@@ -224,10 +224,12 @@ def _sub_paths(sub: str, parsed: Parsed, model: Model) -> None:
     elif sub == "grep":
         if not parsed.role("pattern") and pos:
             pos = pos[1:]
+        model.reads.extend(pos)
         if parsed.has("--no-index", "--untracked"):
             model.reads.extend(pos or ["."])
             model.trees.extend(pos or ["."])
-    elif sub in ("add", "commit", "blame", "status"):
+    elif sub in ("add", "commit", "blame", "status", "log", "show", "diff", "whatchanged"):
+        # pathspecs (and revisions, which name no denied file): `git log -p -- .env` shows it
         model.reads.extend(p for p in pos if not p.startswith(":"))
     elif sub == "config" and _config_may_write(pos):
         model.ask_unknown("a config form that may write")
@@ -252,7 +254,10 @@ def _stash(args: list[str], model: Model) -> None:
     if prog is None:
         model.ask_unknown(f"stash {sub!r} is outside what the spec models")
         return
-    apply_roles(parse_argv(prog, rest, model), model)
+    parsed = parse_argv(prog, rest, model)
+    apply_roles(parsed, model)
+    if sub == "push":
+        model.reads.extend(parsed.positionals)
 
 
 def _reflog(args: list[str], model: Model) -> None:
