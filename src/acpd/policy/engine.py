@@ -10,11 +10,14 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import shutil
 from dataclasses import dataclass, field
 
+from acpd.policy import budget as budget_mod
+from acpd.policy import contexts, effects, programs
 from acpd.policy import parse as parse_mod
 from acpd.policy.argspec import Scan, path_args, scan, spec_for
-from acpd.policy.blocklist import BLOCKED_BUILTINS, SHELLS, env_blocked, word_findings
+from acpd.policy.blocklist import BLOCKED_BUILTINS, SHELLS, word_findings
 from acpd.policy.checks import CHECKS, CheckContext
 from acpd.policy.decision import Decision, Findings, Verdict
 from acpd.policy.rulematch import GLOB, CompiledRule, compile_rule, rule_matches
@@ -27,8 +30,8 @@ from acpd.policy.sandbox import (
     normalized_roots,
 )
 from acpd.policy.text import check_text, nfkc_variant, strip_line_continuations
-from acpd.policy.words import DYN, PLAIN, Env, expand, simple_value
-from acpd.policy.wrappers import WRAPPERS, unwrap
+from acpd.policy.words import DYN, PLAIN, Env, expand, expand_segments, simple_value
+from acpd.policy.wrappers import DETACHING, WRAPPERS, unwrap
 
 MAX_DEPTH = 6
 MAX_COMMANDS = 2000
@@ -54,6 +57,8 @@ class _Ctx:
     only_rule: CompiledRule | None = None
     matched_only: bool = False
     cctx: CheckContext | None = None
+    sandboxed: bool = False
+    scope: contexts.Scope = field(default_factory=contexts.Scope)
 
 
 class CompiledPolicy:
@@ -96,9 +101,18 @@ class CompiledPolicy:
     # -- public ---------------------------------------------------------------------------
 
     def judge(self, command: str, *, cwd: str, roots: tuple[str, ...] | None = None,
-              trust: Trust | None = None, home: str | None = None) -> Decision:
-        """Judge a bash command line that would run in `cwd` with workspace `roots`."""
-        out = self._judge(command, cwd, roots, trust, home, None)
+              trust: Trust | None = None, home: str | None = None,
+              sandboxed: bool = False, budget_ms: float | None = None) -> Decision:
+        """Judge a bash command line that would run in `cwd` with workspace `roots`;
+        `sandboxed`: it will run confined by the kernel sandbox (docs/policy.md).
+        `budget_ms` (default `[policy] budget_ms`, 50): past it the decision stops and is at
+        least ask (rule `input.over-budget`); never raises for any input."""
+        budget = self.settings.budget_ms if budget_ms is None else budget_ms
+        previous = budget_mod.start(budget)
+        try:
+            out = self._judge(command, cwd, roots, trust, home, None, sandboxed=sandboxed)
+        finally:
+            budget_mod.restore(previous)
         return Decision(out.verdict, tuple(out.reasons), tuple(out.rules), self.hash)
 
     def rule_matches(self, rule: CompiledRule, command: str, cwd: str,
@@ -125,13 +139,15 @@ class CompiledPolicy:
         return rules
 
     def _judge(self, command: str, cwd: str, roots: tuple[str, ...] | None,
-               trust: Trust | None, home: str | None, only: CompiledRule | None) -> Findings:
+               trust: Trust | None, home: str | None, only: CompiledRule | None, *,
+               sandboxed: bool = False) -> Findings:
         out = Findings()
         home = home or self._home
         cwd = self._norm_cwd(cwd)
         roots = normalized_roots(roots or (cwd,))
         level: Trust = trust or self.settings.trust
-        ctx = _Ctx(cwd, roots, home, level, self._path_rules(roots, home), out, only_rule=only)
+        ctx = _Ctx(cwd, roots, home, level, self._path_rules(roots, home), out, only_rule=only,
+                   sandboxed=sandboxed)
         if not check_text(command, self.settings.max_command_bytes, out):
             return out
         stripped = strip_line_continuations(command)
@@ -141,9 +157,16 @@ class CompiledPolicy:
                 norm = nfkc_variant(v)
                 if norm is not None and norm not in variants:
                     variants.append(norm)
-        for source in variants:
-            ctx.cwds = [cwd]
-            self._source(source, ctx, 0)
+        try:
+            for source in variants:
+                ctx.cwds = [cwd]
+                ctx.scope = contexts.Scope()
+                self._source(source, ctx, 0)
+        except budget_mod.OverBudget:
+            out.add("ask", "input.over-budget", "the command took too long to judge (over the "
+                    f"{self.settings.budget_ms} ms budget); it was not found safe")
+        except (budget_mod.TooComplex, RecursionError) as exc:
+            out.add("ask", "input.too-complex", f"the command is too complex to judge ({exc})")
         if only is None and self._deny_globs:
             text = command.lower()
             for regex, rule in self._deny_globs:
@@ -184,8 +207,15 @@ class CompiledPolicy:
         for rule_id, reason in script.blocked:
             out.add("deny", rule_id, f"blocked: {reason}")
         env = self._env(script, ctx)
+        self._scope(script, env, ctx, depth)
         for name, value in script.assigns:
             self._assignment(name, value, env, ctx)
+        for name in script.for_vars:
+            contexts.check_assignment(name, [DYN], self.blocked_env, out, "for/select")
+            if name in ctx.scope.namerefs:
+                out.add("ask", "context.nameref-loop", f"a loop over the name reference {name}")
+        for kind, text, fn in script.evals:
+            self._eval(kind, text, fn, env, ctx, depth)
         if script.functions:
             ctx.functions |= set(script.functions)
         if script.functions and _recursive(script.functions):
@@ -218,13 +248,77 @@ class CompiledPolicy:
             env = nxt
         return env
 
+    def _scope(self, script: parse_mod.Script, env: Env, ctx: _Ctx, depth: int) -> None:
+        """Which variables hold values from outside the command line (see `contexts`)."""
+        scope = ctx.scope
+        if depth > 0:
+            scope.positional_tainted = True
+        tainted = scope.tainted
+        for cmd in script.commands:
+            if cmd.function is not None:
+                scope.positional_tainted = True
+            words = cmd.words
+            first = simple_value(words[0]) if words else None
+            while first in ("command", "builtin") and len(words) > 1:
+                words = words[1:]
+                first = simple_value(words[0])
+            if first not in contexts.ASSIGNERS:
+                continue
+            argv = [first, *(expand(w, env, ctx.home).alternatives[0][0]
+                             if len(expand(w, env, ctx.home).alternatives[0]) == 1 else DYN
+                             for w in words[1:])]
+            ops = contexts.builtin_operands(argv)
+            scope.integer = scope.integer or ops.integer
+            scope.namerefs.update(contexts.var_name(n) for n in ops.namerefs)
+            if ops.tainting:
+                tainted.update(contexts.var_name(a) for a in ops.assigned if DYN not in a)
+        for name, words in script.for_vars.items():
+            if any(expand(w, env, ctx.home).dynamic or expand(w, env, ctx.home).glob
+                   for w in words):
+                tainted.add(name)
+        for _round in range(4):  # y=$x after read x: a few rounds reach the fixpoint
+            grew = False
+            for name, value in script.assigns:
+                if name in tainted:
+                    continue
+                refs = contexts.referenced(value)
+                if refs & tainted or "`" in value or "$(" in value or (
+                        scope.positional_tainted and contexts.has_positional(value)):
+                    tainted.add(name)
+                    grew = True
+            if not grew:
+                break
+
+    def _eval(self, kind: str, text: str, fn: str | None, env: Env, ctx: _Ctx,
+              depth: int) -> None:
+        """A context where bash evaluates text again (arithmetic, subscripts, `${...}`)."""
+        scope = ctx.scope
+        if fn is not None:
+            scope.positional_tainted = True
+        if kind == "expansion":
+            arith = contexts.check_expansion(text, scope, self.blocked_env, ctx.out, env)
+            if arith is None:
+                return
+            text = arith
+        values = [" ".join(alt) for alt in expand_segments(text, env, ctx.home).alternatives]
+        contexts.check_arith_source(text, scope, self.blocked_env, ctx.out, values)
+
     def _assignment(self, name: str, value: str, env: Env, ctx: _Ctx) -> None:
-        if env_blocked(name, self.blocked_env):
-            ctx.out.add("deny", "blocklist.env", f"assignment to {name} is blocked")
-        for alt in expand(value, env, ctx.home).alternatives:
+        var = contexts.var_name(name)
+        alternatives = expand(value, env, ctx.home).alternatives
+        values = [" ".join(alt) for alt in alternatives]
+        contexts.check_assignment(var, values, self.blocked_env, ctx.out, "an assignment")
+        for alt in alternatives:
             for word in alt:
                 for rule_id, reason in word_findings(word):
                     ctx.out.add("deny", rule_id, f"blocked: {reason}")
+        if ctx.scope.integer:  # `declare -i x` makes every `x=...` arithmetic
+            contexts.check_arith_source(value, ctx.scope, self.blocked_env, ctx.out, values,
+                                        how="an integer assignment")
+        if var in ctx.scope.namerefs:
+            for v in values:
+                contexts.check_name_operand(v, ctx.scope, self.blocked_env, ctx.out,
+                                            assigned=True, how=f"the name reference {var}")
 
     def _simple(self, cmd: parse_mod.SimpleCommand, env: Env, ctx: _Ctx, depth: int) -> None:
         for red in cmd.redirects:
@@ -270,18 +364,40 @@ class CompiledPolicy:
         if ctx.only_rule is not None:
             return
         for cwd in ctx.cwds:
-            hit = judge_path(raw, mode, cwd, ctx.paths, redirect=redirect, cached=True)
+            hit = judge_path(raw, mode, cwd, ctx.paths, redirect=redirect)
             if hit is not None:
                 ctx.out.add(*hit)
 
+    def _builtin(self, argv: list[str], ctx: _Ctx) -> None:
+        """A builtin that assigns, names or evaluates variables (see `contexts`)."""
+        ops = contexts.builtin_operands(argv)
+        scope, extra, out, name = ctx.scope, self.blocked_env, ctx.out, argv[0]
+        for operand in ops.assigned:
+            contexts.check_name_operand(operand, scope, extra, out, assigned=True, how=name)
+        for operand in ops.names:
+            contexts.check_name_operand(operand, scope, extra, out, assigned=False, how=name)
+        for value in ops.name_values:
+            contexts.check_name_operand(value, scope, extra, out, assigned=True,
+                                        how=f"{name} -n")
+        for value in ops.arith:
+            contexts.check_arith_value(value, scope, extra, out, how=name,
+                                       dynamic_asks=name != "[[")
+
     def _argv(self, argv: list[str], ctx: _Ctx, depth: int, in_function: str | None) -> None:
         out = ctx.out
+        bracket = False
         for word in argv:
             if "[" in word or "/dev/" in word:
                 self._word_checks(word, ctx)
+                bracket = True
+        if bracket and len(argv) > 1:
+            # tree-sitter can split what bash reads as one word (`a[\$\(id\ x\)]`)
+            self._word_checks(" ".join(argv), ctx)
         if not argv:
             return
         first = argv[0]
+        if first in contexts.ASSIGNERS:
+            self._builtin(argv, ctx)
         if (first.rpartition("/")[2] if "/" in first else first) not in WRAPPERS:
             self._command(argv, ctx, depth)  # what unwrap would hand back unchanged
             return
@@ -289,11 +405,14 @@ class CompiledPolicy:
         for layer in res.chain:
             if layer in self.blocked:
                 out.add("deny", f"blocklist.command.{layer}", f"blocked command {layer}")
+            if layer in DETACHING and not ctx.sandboxed and ctx.only_rule is None:
+                out.add("ask", "escape.detach", f"{layer} lets the command outlive its kill")
         for verdict, rule_id, reason in res.findings:
             out.add(verdict, rule_id, reason)
-        for name, _value in res.assigns:
-            if env_blocked(name, self.blocked_env):
-                out.add("deny", "blocklist.env", f"assignment to {name} is blocked")
+        for name, value in res.assigns:
+            contexts.check_assignment(name, [value], self.blocked_env, out, f"{first} {name}=")
+        if res.argv and res.argv[0] in contexts.ASSIGNERS and res.argv is not argv:
+            self._builtin(res.argv, ctx)
         for payload in res.payloads:
             self._source(payload, ctx, depth + 1)
         for inner in res.extra_argvs:
@@ -337,9 +456,12 @@ class CompiledPolicy:
             return
         if base in self.blocked:
             out.add("deny", f"blocklist.command.{base}", f"blocked command {base}")
-        if base in ctx.functions:
-            return
         args = argv[1:]
+        if base in ctx.functions:
+            if not self._is_program(base):
+                return
+            out.add("ask", "function.shadows-program",
+                    f"a function named {base} shadows the program; judged as both")
         if base in SHELLS:
             if args:
                 self._path(args[0], "read", ctx)
@@ -358,8 +480,12 @@ class CompiledPolicy:
                 self._path(ctx.home, "read", ctx)
         vopts, spec_scan, has_paths = self._value_options(base)
         sc = scan(args, vopts)
-        allowed, trusted_only = self._rules(base, args, sc, vopts, ctx)
-        if has_paths:
+        mdl = programs.model(base, args) if programs.known(base) else None
+        spec_ok = ctx.sandboxed or (mdl is not None and not mdl.unknown)
+        allowed, trusted_only, unmodeled = self._rules(base, args, sc, vopts, ctx, spec_ok)
+        if mdl is not None:
+            self._apply_model(mdl, ctx)
+        elif has_paths:
             pa = path_args(base, args, sc if spec_scan else None)
             for r in pa.reads:
                 self._path(r, "read", ctx)
@@ -369,6 +495,9 @@ class CompiledPolicy:
             self._git_objects(args, ctx)
         if ctx.only_rule is not None:
             return
+        if unmodeled:
+            what = "; ".join(mdl.unknown[:3]) if mdl else f"{base} has no argument spec"
+            out.add("ask", "spec.unmodeled", f"not modelled by the argument spec: {what}")
         if DYN in args and base in self.conditioned:
             out.add("ask", "command.dynamic-argument",
                     f"an argument of {base} is not known before running")
@@ -376,12 +505,45 @@ class CompiledPolicy:
             out.add(self.settings.default, "default", f"no rule allows {base}")
         elif cap_allow:
             pass
-        elif trusted_only and ctx.trust != "trusted":
+        elif trusted_only and ctx.trust != "trusted" and not ctx.sandboxed:
             out.add("ask", "trust.workspace-code", f"{base} runs workspace code; the workspace "
                     "is not trusted")
         elif self.allowed is not None and base not in self.allowed:
             out.add("ask", "overlay.allowed-commands",
                     f"{base} is not in the plugins' allowed commands")
+
+    def _is_program(self, name: str) -> bool:
+        return (name in self.command_names or programs.known(name) or name in WRAPPERS
+                or name in SHELLS or name in BLOCKED_BUILTINS
+                or shutil.which(name) is not None)
+
+    def _apply_model(self, mdl: programs.Model, ctx: _Ctx) -> None:
+        """Paths, findings and file-system effects of a modelled command."""
+        out = ctx.out
+        for verdict, rule_id, reason in mdl.findings:
+            out.add(verdict, rule_id, reason)
+        for r in mdl.reads:
+            self._path(r, "read", ctx)
+        for w in (*mdl.writes, *mdl.links):
+            self._path(w, "write", ctx)
+        if ctx.only_rule is not None:
+            return
+        found: list[effects.Finding] = []
+        if mdl.detach and not ctx.sandboxed:
+            found += [("ask", "escape.detach", reason) for reason in mdl.detach]
+        if mdl.deletes:
+            found += effects.deletion_findings(mdl.deletes, ctx.cwds, ctx.home, ctx.roots,
+                                               self.settings.max_delete_files)
+        if mdl.trees and not ctx.sandboxed:
+            found += effects.tree_findings(mdl.trees, ctx.cwds, ctx.paths, mdl.hidden)
+        if mdl.copies:
+            found += effects.copy_findings(mdl.copies, ctx.cwds, self.settings.max_delete_files)
+        if mdl.program == "git" and (mdl.git_dirs or ctx.cwds != [ctx.roots[0]]):
+            for d in mdl.git_dirs:
+                self._path(d, "read", ctx)
+            found += effects.git_repository_findings(mdl.git_dirs, ctx.cwds, ctx.roots)
+        for verdict, rule_id, reason in found:
+            out.add(verdict, rule_id, reason)
 
     def _git_objects(self, args: list[str], ctx: _Ctx) -> None:
         """`git show REV:PATH` reads PATH from history: judged like a read of PATH."""
@@ -401,7 +563,7 @@ class CompiledPolicy:
             if not check("sh", [path], CheckContext(ctx.cwd, ctx.roots)):
                 ctx.out.add("ask", "workspace.script", f"{what}: script outside the workspace")
                 return
-        if ctx.trust == "trusted":
+        if ctx.trust == "trusted" or ctx.sandboxed:
             ctx.out.add("allow", "workspace.script", "")
         else:
             ctx.out.add("ask", "workspace.script",
@@ -439,15 +601,17 @@ class CompiledPolicy:
         return found
 
     def _rules(self, base: str, args: list[str], sc: Scan, vopts: frozenset[str],
-               ctx: _Ctx) -> tuple[bool, bool]:
-        """Apply every matching rule; return (some allow matched, that allow is trusted-only)."""
+               ctx: _Ctx, spec_ok: bool) -> tuple[bool, bool, bool]:
+        """Apply every matching rule; return (some allow matched, that allow is trusted-only,
+        an allow `modeled = true` did not apply because the spec does not model the argv)."""
         candidates = self._candidates_for(base)
         if ctx.only_rule is not None:
             candidates = tuple(cr for cr in candidates if cr is ctx.only_rule)
         allowed = False
         trusted_only = True
+        unmodeled = False
         if not candidates and not self.glob_rules:
-            return False, False
+            return False, False, False
         pos = sc.positionals
         head = pos[0] if pos else None
         no_options = not sc.options
@@ -462,6 +626,9 @@ class CompiledPolicy:
                 if not rule_matches(cr, base, args, sc, ctx.cctx, vopts):
                     continue
             rule = cr.rule
+            if rule.verdict == "allow" and rule.modeled and not spec_ok:
+                unmodeled = True
+                continue
             if rule.verdict == "allow":
                 ctx.out.add("allow", rule.id, "")
                 allowed = True
@@ -480,7 +647,7 @@ class CompiledPolicy:
                     else:
                         ctx.out.add(grule.action, label,
                                     f"{base} matches {grule.action} pattern {grule.pattern!r}")
-        return allowed, (trusted_only and allowed)
+        return allowed, (trusted_only and allowed), unmodeled and not allowed
 
 
 def _recursive(functions: dict[str, set[str]]) -> bool:
