@@ -217,6 +217,22 @@ def test_tree_scan_lifted_by_sandbox_but_not_direct_reads(default: CompiledPolic
     assert judge(default, ws, home, "grep -r x src")[0] == "allow"
 
 
+def test_tree_scan_covers_globs_and_links(default: CompiledPolicy, tmp_path: Path) -> None:
+    ws = os.path.realpath(tmp_path)
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "k.pem").write_text("k")
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "a.txt").write_text("a")
+    assert judge(default, ws, ws, "grep -r x co*")[0] == "ask"  # co* names conf too
+    assert judge(default, ws, ws, "grep -r x code")[0] == "allow"
+    (tmp_path / "code" / "keys").symlink_to(tmp_path / "conf")
+    os.symlink("/root/.ssh", tmp_path / "code" / "ssh")
+    verdict, rules = judge(default, ws, ws, "grep -R x code")
+    assert verdict == "ask" and "path.deny-read-tree" in rules
+    (tmp_path / "plain").symlink_to(tmp_path / "conf")
+    assert judge(default, ws, ws, "grep -r x plain/")[0] == "ask"
+
+
 def test_tree_scan_sees_files_created_after_the_last_decision(default: CompiledPolicy,
                                                               tmp_path: Path) -> None:
     ws = os.path.realpath(tmp_path)

@@ -31,6 +31,19 @@ def _absolute(raw: str, cwd: str) -> str:
     return os.path.normpath(raw if raw.startswith("/") else os.path.join(cwd, raw))
 
 
+def _scan_root(raw: str, cwd: str) -> str:
+    """The directory to scan for a tree word: a glob (`c*`, `src/*/x`) is replaced by the
+    deepest directory above its first glob component, which holds everything it can name."""
+    path = _absolute(raw, cwd)
+    if not any(c in path for c in _GLOB_CHARS):
+        return path
+    parts = path.split("/")
+    for k, part in enumerate(parts):
+        if any(c in part for c in _GLOB_CHARS):
+            return "/".join(parts[:k]) or "/"
+    return path
+
+
 def protected_paths(home: str, roots: tuple[str, ...]) -> set[str]:
     """`/`, HOME and its ancestors, and every ancestor of a workspace root."""
     out = {"/"}
@@ -64,7 +77,7 @@ def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home
                 continue
             if not recursive:
                 continue
-            facts = tree_facts(path, max_files)
+            facts = tree_facts(_scan_root(raw, cwd), max_files)
             if facts is None:
                 continue
             if facts.git is not None:
@@ -92,8 +105,7 @@ def tree_findings(trees: Iterable[str], cwds: list[str], rules: PathRules,
     found: list[Finding] = []
     for raw in trees:
         for cwd in cwds:
-            path = _absolute(raw, cwd)
-            facts = denied_in_tree(path, rules, hidden=hidden)
+            facts = denied_in_tree(_scan_root(raw, cwd), rules, hidden=hidden)
             if facts is None:
                 continue
             if facts.denied is not None:
@@ -109,7 +121,7 @@ def copy_findings(copies: Iterable[str], cwds: list[str], limit: int) -> list[Fi
     found: list[Finding] = []
     for raw in copies:
         for cwd in cwds:
-            path = _absolute(raw, cwd)
+            path = _scan_root(raw, cwd)
             if os.path.basename(path) == ".git":
                 found.append(("ask", "git.create-repository", f"copying {raw} copies a "
                               "git directory"))

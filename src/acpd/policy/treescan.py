@@ -8,8 +8,9 @@
 - `foreign_repository`: is a directory inside a git repository other than the workspace's own
   (a `.git` between it and the workspace root)?
 
-Symbolic links are not followed into directories (grep -r, rg and cp -r do not either); a
-link's own target is checked against `deny_read`.
+The deny scan follows symbolic links into directories (grep -R, rg -L, tar -h do; the bound
+stops a cycle) and checks a link's own target against `deny_read`; the deletion count does
+not follow them (rm -r does not either).
 """
 
 from __future__ import annotations
@@ -59,7 +60,9 @@ def _walk(start: str, limit: int, hidden: bool, rules: PathRules | None,
                         if denied is not None and skip_git:
                             return TreeFacts(count, False, git, denied)
                     try:
-                        if entry.is_dir(follow_symlinks=False):
+                        # the deny scan follows links into directories (grep -R, rg -L and
+                        # tar -h do; a link's target may hold denied files); counts do not
+                        if entry.is_dir(follow_symlinks=rules is not None):
                             stack.append(entry.path)
                     except OSError:
                         continue
@@ -72,21 +75,22 @@ def _denied(entry: os.DirEntry[str], rules: PathRules) -> str | None:
     path = entry.path
     forms = [path]
     try:
-        if entry.is_symlink():
-            forms.append(os.path.realpath(path))
+        if entry.is_symlink():  # a link to a denied file, or into a denied directory
+            real = os.path.realpath(path)
+            forms += [real, real + "/x"]
     except OSError:
         pass
     for form in forms:
         if rules.read_filter.may_match(form, rules.roots) and matches(
                 form, rules.deny_read, rules.roots):
-            return form
+            return path if form == path else f"{path} (a link to {form.removesuffix('/x')})"
     return None
 
 
 def denied_in_tree(path: str, rules: PathRules, *, hidden: bool = True,
                    limit: int = SCAN_LIMIT) -> TreeFacts | None:
     """Facts about the tree at `path` (absolute) if it is a directory, else None."""
-    if not os.path.isdir(path) or os.path.islink(path):
+    if not os.path.isdir(path):  # a link to a directory is scanned (grep -r follows it)
         return None
     return _walk(path, limit, hidden, rules, skip_git=True)
 
