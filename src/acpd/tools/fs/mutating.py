@@ -156,7 +156,8 @@ def _move(cfg: FileToolsConfig, ctx: ToolContext, args: SourceDestinationParams)
         try:
             st = existing(src)
             check_readable_tree(sb, cfg, src, st)
-            check_tree(sb, cfg, src, st, [("read", src.real), ("write", src.real)])
+            check_tree(sb, cfg, src, st, [("read", src.real), ("write", src.real),
+                                          ("write", sb.would_be(args.destination))])
             dst = sb.entry(args.destination, make_parents=True)
             try:
                 if stat.S_ISDIR(st.st_mode) and inside(dst.real, src.real):
@@ -252,6 +253,7 @@ def _copy(
         dst: Entry | None = None
         try:
             st = existing(src)
+            check_tree(sb, cfg, src, st, [("write", sb.would_be(args.destination))])
             dst = sb.entry(args.destination, make_parents=True)
             if stat.S_ISDIR(st.st_mode) and inside(dst.real, src.real):
                 raise failed(f"cannot copy {args.source} into itself")

@@ -25,6 +25,7 @@ replace any regular file with more than one link for that reason.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -59,13 +60,21 @@ STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
 
 def path_rules(policy: CompiledPolicy, roots: tuple[str, ...],
                home: str | None = None) -> PathRules:
-    """The shell's path rules of `policy` for these workspace roots (real, normalized)."""
-    from acpd.policy.sandbox import PathRules, compile_patterns, normalized_roots
+    """The shell's path rules of `policy` for these workspace roots. The roots are resolved
+    afresh on every call (a file-system fact is never cached); only the compiled rules for
+    (policy, resolved roots, home) are."""
+    from acpd.policy.sandbox import normalized_roots
 
-    home = home or os.path.expanduser("~")
+    return _compiled(policy, normalized_roots(roots), home or os.path.expanduser("~"))
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled(policy: CompiledPolicy, roots: tuple[str, ...], home: str) -> PathRules:
+    from acpd.policy.sandbox import PathRules, compile_patterns
+
     p = policy.policy.paths
     return PathRules(
-        normalized_roots(roots),
+        roots,
         compile_patterns(p.deny_read, home), compile_patterns(p.deny_write, home),
         compile_patterns(p.read_roots, home), compile_patterns(p.write_roots, home),
         p.outside_read, p.outside_write)

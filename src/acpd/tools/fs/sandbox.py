@@ -160,6 +160,18 @@ class Sandbox:
         if self.guard is not None:
             self.guard.check(mode, real, shown)
 
+    def would_be(self, path: str | Target) -> str:
+        """Where `path` would be, by realpath: only to refuse early, before a call creates
+        parent directories; the check that counts is made on what is then opened."""
+        target = path if isinstance(path, Target) else self.locate(path)
+        return os.path.realpath(os.path.join(target.root.real, target.rel))
+
+    def precheck(self, mode: Mode, path: str | Target) -> None:
+        """The path policy on `would_be(path)`. Raises ToolError(PolicyBlocked)."""
+        if self.guard is not None:
+            target = path if isinstance(path, Target) else self.locate(path)
+            self.guard.check(mode, self.would_be(target), target.shown)
+
     def outside_root(self) -> Root:
         if self._outside is None:
             fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -334,6 +346,8 @@ class Sandbox:
         files with several links; PermanentFailure for directories.
         """
         target = path if isinstance(path, Target) else self.locate(path)
+        if make_parents:
+            self.precheck("write", target)
         for _ in range(MAX_SYMLINK_HOPS):
             entry = self.entry(target, make_parents=make_parents)
             try:
@@ -382,6 +396,7 @@ class Sandbox:
         target = path if isinstance(path, Target) else self.locate(path)
         with contextlib.suppress(ToolError):
             return self.resolve(target, DIR_FLAGS)
+        self.precheck("write", target)
         for i in range(1, len(target.parts) + 1):
             step = Target(target.root, target.parts[:i], False, target.shown)
             try:
