@@ -386,3 +386,27 @@ def test_max_delete_files_is_configurable(tmp_path: Path, ws: str, home: str) ->
     assert "destroy.many" not in judge(loose, ws, home, "rm -rf many")[1]
     strict = compile_policy(load_base(None)[0])
     assert "destroy.many" in judge(strict, ws, home, "rm -rf many")[1]
+
+
+def test_models_never_raise_on_any_argv() -> None:
+    """Seeded: every program's table, options in every spelling, odd words; no exception, and
+    an argv the table cannot read is reported unknown rather than silently allowed."""
+    import random
+
+    from acpd.policy.words import DYN
+
+    rng = random.Random(15)
+    odd = ["--", "-", "", "=", "--=", "-=", DYN, "-\x00", "--x=", "-" * 5, "+1", "a=b", ".git"]
+    for name, prog in sorted(TABLE.items()):
+        words = [f"--{w}" for w in prog.longs] + [f"-{c}" for c in prog.shorts] + odd
+        for _ in range(40):
+            argv = [rng.choice(words) + rng.choice(["", "=v", "x"])
+                    for _ in range(rng.randint(0, 6))]
+            m = model(name, argv)
+            assert m is not None
+    for _ in range(300):
+        argv = [rng.choice(["status", "log", "-C", "x", "--git-dir", "stash", "drop", "-c",
+                            "branch", "-D", "--", DYN, "--no-index", "grep", "-e", "reflog"])
+                for _ in range(rng.randint(0, 6))]
+        assert model("git", argv) is not None
+    assert model("sort", ["--frob"]).unknown  # type: ignore[union-attr]

@@ -241,7 +241,7 @@ for _name in ("export", "declare", "local", "readonly", "typeset"):
     add(program(_name, "aAfFgiIlnprtuxp", positionals="text", permute=False, abbrev=False))
 add(program("unset", "fvn", positionals="text", permute=False, abbrev=False))
 add(program("wait", "fnp:", positionals="text", permute=False, abbrev=False))
-add(program("jobs", "lnprsx", "", {"-x": "ask:runs a command"}, positionals="text",
+add(program("jobs", "lnprsx", "", {"-x": "code"}, positionals="text",
             permute=False, abbrev=False))
 add(program("whoami", "", _HELP, positionals="none"))
 add(program("time", "p", positionals="none", permute=False, abbrev=False))
