@@ -410,3 +410,18 @@ def test_models_never_raise_on_any_argv() -> None:
                 for _ in range(rng.randint(0, 6))]
         assert model("git", argv) is not None
     assert model("sort", ["--frob"]).unknown  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("cmd", ["env -C nested git status", "env --chdir=nested git status",
+                                 "env --ch nested git status", "env -iCnested git status",
+                                 "env -P /tmp ls", "env --bogus ls"])
+def test_env_options_that_move_the_command_ask(default: CompiledPolicy, ws: str, home: str,
+                                               cmd: str) -> None:
+    assert judge(default, ws, home, cmd)[0] == "ask", cmd
+
+
+@pytest.mark.parametrize("cmd", ["env -iS 'rm -rf src'", "env --split='rm -rf src'",
+                                 "env -S'rm -rf src'"])
+def test_env_split_string_is_judged(default: CompiledPolicy, ws: str, home: str,
+                                    cmd: str) -> None:
+    assert "destroy.rm" in judge(default, ws, home, cmd)[1], cmd
