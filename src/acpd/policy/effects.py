@@ -58,7 +58,10 @@ def protected_paths(home: str, roots: tuple[str, ...]) -> set[str]:
 
 
 def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home: str,
-                      roots: tuple[str, ...], max_files: int) -> list[Finding]:
+                      roots: tuple[str, ...], max_files: int, *,
+                      count: bool = True) -> list[Finding]:
+    """Deny for HOME, `/` and ancestors of the workspace; with `count`, ask for `.git`
+    content and for more than `max_files` entries."""
     found: list[Finding] = []
     protected: set[str] | None = None
     for raw, recursive in deletes:
@@ -71,6 +74,8 @@ def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home
                 found.append(("deny", "destroy.home-or-ancestor",
                               f"deleting {raw} removes {hit} (HOME, / or an ancestor of the "
                               "workspace)"))
+                continue
+            if not count:
                 continue
             if ".git" in path.split("/"):
                 found.append(("ask", "destroy.git", f"deleting {raw} removes .git content"))

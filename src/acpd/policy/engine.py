@@ -36,6 +36,7 @@ from acpd.policy.wrappers import DETACHING, WRAPPERS, unwrap
 MAX_DEPTH = 6
 MAX_COMMANDS = 2000
 MAX_ARGV_COMBOS = 16
+MAX_PATH_CHARS = 4096
 SYSTEM_BIN = ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin",
               "/opt/homebrew/bin")
 _PATH_COMMANDS = frozenset({"dd", "find"})
@@ -108,6 +109,7 @@ class CompiledPolicy:
         `budget_ms` (default `[policy] budget_ms`, 50): past it the decision stops and is at
         least ask (rule `input.over-budget`); never raises for any input."""
         budget = self.settings.budget_ms if budget_ms is None else budget_ms
+        parse_mod.warm()  # loading tree-sitter (first call only) is not the command's cost
         previous = budget_mod.start(budget)
         try:
             out = self._judge(command, cwd, roots, trust, home, None, sandboxed=sandboxed)
@@ -193,8 +195,11 @@ class CompiledPolicy:
         if depth > MAX_DEPTH:
             out.add("deny", "input.too-deep", "shell payloads nested too deeply")
             return
+        budget_mod.check()
         try:
             script = parse_mod.parse(source)
+        except (budget_mod.OverBudget, budget_mod.TooComplex):
+            raise
         except Exception as exc:  # the parser must never let a command through
             out.add("deny", "input.parser-failed", f"parser failed: {type(exc).__name__}")
             return
@@ -208,13 +213,17 @@ class CompiledPolicy:
             out.add("deny", rule_id, f"blocked: {reason}")
         env = self._env(script, ctx)
         self._scope(script, env, ctx, depth)
-        for name, value in script.assigns:
+        for k, (name, value) in enumerate(script.assigns):
+            if not k & 63:
+                budget_mod.check()
             self._assignment(name, value, env, ctx)
         for name in script.for_vars:
             contexts.check_assignment(name, [DYN], self.blocked_env, out, "for/select")
             if name in ctx.scope.namerefs:
                 out.add("ask", "context.nameref-loop", f"a loop over the name reference {name}")
-        for kind, text, fn in script.evals:
+        for k, (kind, text, fn) in enumerate(script.evals):
+            if not k & 63:
+                budget_mod.check()
             self._eval(kind, text, fn, env, ctx, depth)
         if script.functions:
             ctx.functions |= set(script.functions)
@@ -230,6 +239,7 @@ class CompiledPolicy:
             return base
         env: Env = dict(base)
         for _round in range(3):  # Y=$X after X=rm: a few rounds reach the fixpoint
+            budget_mod.check()
             values: dict[str, list[str]] = {}
             for name, value in script.assigns:
                 vals = values.setdefault(name, [DYN])
@@ -254,7 +264,9 @@ class CompiledPolicy:
         if depth > 0:
             scope.positional_tainted = True
         tainted = scope.tainted
-        for cmd in script.commands:
+        for k, cmd in enumerate(script.commands):
+            if not k & 255:
+                budget_mod.check()
             if cmd.function is not None:
                 scope.positional_tainted = True
             words = cmd.words
@@ -277,6 +289,7 @@ class CompiledPolicy:
                    for w in words):
                 tainted.add(name)
         for _round in range(4):  # y=$x after read x: a few rounds reach the fixpoint
+            budget_mod.check()
             grew = False
             for name, value in script.assigns:
                 if name in tainted:
@@ -321,6 +334,7 @@ class CompiledPolicy:
                                             assigned=True, how=f"the name reference {var}")
 
     def _simple(self, cmd: parse_mod.SimpleCommand, env: Env, ctx: _Ctx, depth: int) -> None:
+        budget_mod.check()
         for red in cmd.redirects:
             if red.kind != "file" or red.target is None:
                 continue
@@ -340,17 +354,7 @@ class CompiledPolicy:
         if None not in values:  # every word has exactly one value: argv is known
             self._argv(values, ctx, depth, in_function=cmd.function)  # type: ignore[arg-type]
             return
-        expanded = [expand(w, env, ctx.home) for w in words]
-        combos: list[list[str]] = [[]]
-        for exp in expanded:
-            nxt: list[list[str]] = []
-            for base in combos:
-                for alt in exp.alternatives:
-                    nxt.append([*base, *alt])
-                    if len(nxt) >= MAX_ARGV_COMBOS:
-                        break
-            combos = nxt[:MAX_ARGV_COMBOS]
-        for argv in combos:
+        for argv in _combos(words, env, ctx.home):
             if not argv:
                 ctx.out.add("ask", "command.dynamic", "the command name expands to nothing")
                 continue
@@ -363,6 +367,10 @@ class CompiledPolicy:
     def _path(self, raw: str, mode: str, ctx: _Ctx, *, redirect: bool = False) -> None:
         if ctx.only_rule is not None:
             return
+        budget_mod.check()
+        if len(raw) > MAX_PATH_CHARS:  # no file has such a name (ENAMETOOLONG)
+            ctx.out.add("ask", "path.too-long", f"a {mode} path of {len(raw)} characters")
+            return
         for cwd in ctx.cwds:
             hit = judge_path(raw, mode, cwd, ctx.paths, redirect=redirect)
             if hit is not None:
@@ -370,6 +378,10 @@ class CompiledPolicy:
 
     def _builtin(self, argv: list[str], ctx: _Ctx) -> None:
         """A builtin that assigns, names or evaluates variables (see `contexts`)."""
+        if len(argv) > 256:
+            ctx.out.add("ask", "context.too-many-operands",
+                        f"{argv[0]} with {len(argv) - 1} operands is not judged one by one")
+            return
         ops = contexts.builtin_operands(argv)
         scope, extra, out, name = ctx.scope, self.blocked_env, ctx.out, argv[0]
         for operand in ops.assigned:
@@ -386,7 +398,9 @@ class CompiledPolicy:
     def _argv(self, argv: list[str], ctx: _Ctx, depth: int, in_function: str | None) -> None:
         out = ctx.out
         bracket = False
-        for word in argv:
+        for k, word in enumerate(argv):
+            if not k & 255:
+                budget_mod.check()
             if "[" in word or "/dev/" in word:
                 self._word_checks(word, ctx)
                 bracket = True
@@ -511,6 +525,8 @@ class CompiledPolicy:
         elif self.allowed is not None and base not in self.allowed:
             out.add("ask", "overlay.allowed-commands",
                     f"{base} is not in the plugins' allowed commands")
+        if mdl is not None:
+            self._model_effects(mdl, ctx)
 
     def _is_program(self, name: str) -> bool:
         return (name in self.command_names or programs.known(name) or name in WRAPPERS
@@ -518,7 +534,7 @@ class CompiledPolicy:
                 or shutil.which(name) is not None)
 
     def _apply_model(self, mdl: programs.Model, ctx: _Ctx) -> None:
-        """Paths, findings and file-system effects of a modelled command."""
+        """Paths and findings of a modelled command."""
         out = ctx.out
         for verdict, rule_id, reason in mdl.findings:
             out.add(verdict, rule_id, reason)
@@ -526,14 +542,24 @@ class CompiledPolicy:
             self._path(r, "read", ctx)
         for w in (*mdl.writes, *mdl.links):
             self._path(w, "write", ctx)
-        if ctx.only_rule is not None:
-            return
+        if mdl.detach and not ctx.sandboxed and ctx.only_rule is None:
+            for reason in mdl.detach:
+                out.add("ask", "escape.detach", reason)
+
+    def _model_effects(self, mdl: programs.Model, ctx: _Ctx) -> None:
+        """File-system effects of a modelled command, looked at on disk (bounded). Deleting
+        HOME or an ancestor is always checked (deny); the checks that can only ask are skipped
+        once the line is at least ask anyway (they would change no verdict)."""
+        out = ctx.out
         found: list[effects.Finding] = []
-        if mdl.detach and not ctx.sandboxed:
-            found += [("ask", "escape.detach", reason) for reason in mdl.detach]
         if mdl.deletes:
             found += effects.deletion_findings(mdl.deletes, ctx.cwds, ctx.home, ctx.roots,
-                                               self.settings.max_delete_files)
+                                               self.settings.max_delete_files,
+                                               count=out.verdict == "allow")
+        if out.verdict != "allow":
+            for verdict, rule_id, reason in found:
+                out.add(verdict, rule_id, reason)
+            return
         if mdl.trees and not ctx.sandboxed:
             found += effects.tree_findings(mdl.trees, ctx.cwds, ctx.paths, mdl.hidden)
         if mdl.copies:
@@ -650,8 +676,31 @@ class CompiledPolicy:
         return allowed, (trusted_only and allowed), unmodeled and not allowed
 
 
+def _combos(words: list[str], env: Env, home: str) -> list[list[str]]:
+    """The argvs a command's words can make (at most MAX_ARGV_COMBOS, in linear time). Once
+    the bound is reached, alternatives of later words are spread over the kept argvs round
+    robin, so that each alternative is judged in some argv."""
+    combos: list[list[str]] = [[]]
+    for k, word in enumerate(words):
+        if not k & 255:
+            budget_mod.check()
+        alternatives = expand(word, env, home).alternatives
+        if len(alternatives) == 1:
+            for argv in combos:
+                argv.extend(alternatives[0])
+        elif len(combos) * len(alternatives) <= MAX_ARGV_COMBOS:
+            combos = [[*argv, *alt] for argv in combos for alt in alternatives]
+        else:
+            while len(combos) < min(MAX_ARGV_COMBOS, len(alternatives)):
+                combos.append(list(combos[len(combos) % len(combos)]))
+            for i, argv in enumerate(combos):
+                argv.extend(alternatives[i % len(alternatives)])
+    return combos
+
+
 def _recursive(functions: dict[str, set[str]]) -> bool:
     for start in functions:
+        budget_mod.check()
         stack, seen = [start], set()
         while stack:
             cur = stack.pop()

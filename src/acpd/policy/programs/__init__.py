@@ -10,6 +10,7 @@ marked `modeled = true` does not allow it (unless sandboxed).
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 
 from acpd.policy.programs import scripts as _scripts
 from acpd.policy.programs.coreutils import TABLE
@@ -46,7 +47,14 @@ def known(name: str) -> bool:
 
 
 def model(name: str, args: list[str]) -> Model | None:
-    """The model of `name args...`, or None when no spec covers `name`."""
+    """The model of `name args...`, or None when no spec covers `name`. A pure function of
+    its arguments (no file-system fact), so it is memoised; the result must not be changed."""
+    return _model(name, tuple(args))
+
+
+@lru_cache(maxsize=2048)
+def _model(name: str, argv: tuple[str, ...]) -> Model | None:
+    args = list(argv)
     m = Model(name)
     if name == "git":
         model_git(args, m)
