@@ -97,7 +97,8 @@ and pagers set to `cat` (a pager is allowed only as `cat`: see `env_verdict`).""
 
 _PAGER_SAFE = frozenset({"cat", "/bin/cat", "/usr/bin/cat", "", "less -R", "less"})
 
-_SUBSCRIPT = re.compile(r"\[[^\]]*(\$\(|`|\$\[|[<>]\()")
+_SUBSCRIPT_CODE = re.compile(r"\$\(|`|\$\[|[<>]\(")
+"""What runs code inside a subscript that bash expands again."""
 _DEV_NET = re.compile(r"/dev/(tcp|udp)/")
 
 
@@ -146,11 +147,22 @@ def env_blocked(name: str, extra: tuple[str, ...] = ()) -> bool:
     return env_verdict(name, extra) == "deny"
 
 
+def _subscript_code(value: str) -> bool:
+    """Is there a `[` followed, before the next `]`, by `$(`, a backtick, `$[`, `<(` or `>(`?
+    (Linear: one split and one search per piece. A regex `\\[[^\\]]*(...)` backtracks
+    quadratically on `a[a[a[...` and took seconds on 40 KB.)"""
+    for piece in value.split("]"):
+        k = piece.find("[")
+        if k >= 0 and _SUBSCRIPT_CODE.search(piece, k):
+            return True
+    return False
+
+
 def word_findings(value: str) -> list[tuple[str, str]]:
     """Blocklist hits inside one computed word (quoted or not: bash evaluates subscripts of
     `test -v`, `printf -v`, `declare`, arithmetic... even from single-quoted text)."""
     hits: list[tuple[str, str]] = []
-    if "[" in value and _SUBSCRIPT.search(value):
+    if "[" in value and _subscript_code(value):
         hits.append(("blocklist.subscript", "substitution hidden in an array subscript"))
     if "/dev/" in value and _DEV_NET.search(value):
         hits.append(("blocklist.dev-tcp", "/dev/tcp or /dev/udp network redirection"))

@@ -1,48 +1,85 @@
 """The time budget of one decision: judging stops cooperatively when it runs out.
 
-A decision gets a deadline (`[policy] budget_ms`, 50 ms by default). The parser walk, the
-engine's loops and the word computation call `check()` at points that bound the work between
-two calls; past the deadline `check` raises `OverBudget` and the judge answers ask with a
-reason (never allow: what was not judged was not found safe). Inputs too deep or too wide to
-model (nesting past the limits below) raise `TooComplex`, which ends the same way.
+A decision gets a budget (`[policy] budget_ms`, 50 ms by default). The parser (through
+tree-sitter's progress callback), the parser walk, the engine's loops and the word
+computation call `check()` at points that bound the work between two calls; once the budget
+is spent `check` raises `OverBudget` and the judge answers ask with a reason (never allow:
+what was not judged was not found safe). Inputs too deep or too wide to model (nesting past
+the limits of `words` and `braces`) raise `TooComplex`, which ends the same way.
 
-The deadline lives in a thread-local so that deep helpers need no extra parameter; one judge
-call sets it and clears it, and judges on other threads have their own.
+The budget counts the CPU time of the judging thread (`time.thread_time`), so a decision on a
+busy machine or behind other threads waiting for the GIL is not cut short for time it did not
+use; the cheap wall clock is read on every check and the thread's CPU clock only once the wall
+clock says the budget could be spent. The checks stop work at CHECKED_SHARE of the budget, so
+that what runs between two checks and the answer itself fit in the rest.
+
+The state lives in a thread-local so that deep helpers need no extra parameter; one judge
+call sets it and restores the previous one, and judges on other threads have their own.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
+
+CHECKED_SHARE = 0.8
 
 _local = threading.local()
 
 
 class OverBudget(Exception):
-    """The decision ran past its deadline."""
+    """The decision used up its time budget."""
 
 
 class TooComplex(Exception):
     """The input nests deeper (or expands wider) than the judge models."""
 
 
-def start(budget_ms: float) -> float | None:
-    """Set this thread's deadline `budget_ms` from now; return the previous one (restore it
-    with `restore`, so that nested judges keep the outer deadline)."""
-    previous: float | None = getattr(_local, "deadline", None)
-    deadline = time.perf_counter() + budget_ms / 1000.0
+@dataclass(slots=True)
+class _Budget:
+    cpu_start: float
+    allowed: float
+    """Seconds of this thread's CPU time the decision may use."""
+    wall_deadline: float
+    """No check before this wall-clock time can find the budget spent."""
+
+
+def start(budget_ms: float) -> _Budget | None:
+    """Give this thread's decision `budget_ms`; return the previous budget (restore it with
+    `restore`, so that a nested judge keeps the outer one)."""
+    previous: _Budget | None = getattr(_local, "budget", None)
+    allowed = max(0.0, budget_ms) * CHECKED_SHARE / 1000.0
+    now = time.perf_counter()
     if previous is not None:
-        deadline = min(deadline, previous)
-    _local.deadline = deadline
-    return previous
+        _local.budget = previous  # a nested judge spends the outer decision's budget
+        return previous
+    _local.budget = _Budget(time.thread_time(), allowed, now + allowed)
+    return None
 
 
-def restore(previous: float | None) -> None:
-    _local.deadline = previous
+def restore(previous: _Budget | None) -> None:
+    _local.budget = previous
+
+
+def expired() -> bool:
+    """Has this thread's decision used up its budget? (No budget: never.)"""
+    current: _Budget | None = getattr(_local, "budget", None)
+    if current is None or time.perf_counter() <= current.wall_deadline:
+        return False
+    used = time.thread_time() - current.cpu_start
+    if used >= current.allowed:
+        return True
+    # The wall clock ran ahead of the CPU clock (the thread waited): look again later.
+    current.wall_deadline = time.perf_counter() + (current.allowed - used)
+    return False
+
+
+def active() -> bool:
+    return getattr(_local, "budget", None) is not None
 
 
 def check() -> None:
-    """Raise OverBudget when this thread's deadline has passed (no deadline: never)."""
-    deadline = getattr(_local, "deadline", None)
-    if deadline is not None and time.perf_counter() > deadline:
+    """Raise OverBudget when this thread's decision has used up its budget."""
+    if expired():
         raise OverBudget

@@ -32,10 +32,8 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _REF = re.compile(r"\$\{?[#!]?([A-Za-z_][A-Za-z0-9_]*|[0-9@*])")
 _IDENT = re.compile(r"(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)")
 _POSITIONAL = re.compile(r"\$\{?[#!]?[0-9@*]")
-_ARITH_ASSIGN = re.compile(
-    r"(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[[^\]]*\])?\s*"
-    r"(?:(?:[-+*/%&|^]|<<|>>|\*\*)?=(?!=)|\+\+|--)"
-    r"|(?:\+\+|--)\s*([A-Za-z_][A-Za-z0-9_]*)")
+_ASSIGN_OP = re.compile(r"\s*(?:(?:[-+*/%&|^]|<<|>>|\*\*)?=(?!=)|\+\+|--)")
+_PRE_INCREMENT = re.compile(r"(?:\+\+|--)\s*$")
 _SUBST = re.compile(r"\$\((?!\()|`")
 """A command substitution in text an arithmetic context expands again (`$((` is arithmetic)."""
 _ARITH_COMPARE = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
@@ -177,10 +175,27 @@ def has_positional(text: str) -> bool:
 
 
 def arith_assigned(text: str) -> list[str]:
-    """Variables an arithmetic expression assigns (`x=1`, `x+=2`, `x++`, `--x`)."""
+    """Variables an arithmetic expression assigns (`x=1`, `x[i]+=2`, `x++`, `--x`).
+    Linear in the text: brackets are paired in one pass first."""
+    closing: dict[int, int] = {}
+    opened: list[int] = []
+    for k, ch in enumerate(text):
+        if ch == "[":
+            opened.append(k)
+        elif ch == "]" and opened:
+            closing[opened.pop()] = k
     out: list[str] = []
-    for m in _ARITH_ASSIGN.finditer(text):
-        out.append(m.group(1) or m.group(2))
+    for m in _IDENT.finditer(text):
+        end = m.end()
+        while end < len(text) and text[end] in " \t":
+            end += 1
+        if end < len(text) and text[end] == "[":
+            if end not in closing:
+                continue
+            end = closing[end] + 1
+        if _ASSIGN_OP.match(text, end) or _PRE_INCREMENT.search(text, max(0, m.start() - 8),
+                                                                  m.start()):
+            out.append(m.group(1))
     return out
 
 

@@ -39,6 +39,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from acpd.policy import budget
 from acpd.policy.budget import check
 from acpd.policy.text import parser_safe
 
@@ -56,6 +57,11 @@ def _parser() -> Any:
         parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
         _local.parser = parser
     return parser
+
+
+def warm() -> None:
+    """Load tree-sitter and this thread's parser now (the first parse would otherwise)."""
+    _parser()
 
 
 @dataclass(slots=True)
@@ -154,7 +160,7 @@ def parse(source: str) -> Script:
     # to one ASCII letter: same byte offsets, same tree shape, and every word is still read
     # from the real bytes. Masking only makes different characters look alike, which can
     # end a here-doc early (more text judged as commands), never later.
-    tree = _parser().parse(data if source.isascii() else data.translate(_MASK_NON_ASCII))
+    tree = _tree(data if source.isascii() else data.translate(_MASK_NON_ASCII))
     script = Script()
     root = tree.root_node
     script.has_error = bool(root.has_error)
@@ -246,7 +252,9 @@ def _substitution_sites(w: _Walk) -> list[tuple[str, str]]:
     found: dict[str, tuple[str, str]] = {}
     import bisect
 
-    for m in _SITE.finditer(data):
+    for k, m in enumerate(_SITE.finditer(data)):
+        if not k & 255:
+            check()
         pos = m.start()
         k = bisect.bisect_right(starts, pos) - 1
         if k >= 0 and masks[k][0] <= pos < masks[k][1]:
@@ -263,6 +271,32 @@ def _substitution_sites(w: _Walk) -> list[tuple[str, str]]:
         if len(found) == 2:
             break
     return list(found.values())
+
+
+_CHUNKED = 4096
+"""Inputs at least this long are parsed with a progress callback that stops at the deadline
+(tree-sitter takes 100+ ms on some 64 KiB inputs, a 60 KB pipeline for one)."""
+
+
+def _tree(payload: bytes) -> Any:
+    """Parse; raises OverBudget when the decision's deadline passes during the parse."""
+    parser = _parser()
+    if not budget.active() or len(payload) < _CHUNKED:
+        return parser.parse(payload)
+
+    def read(offset: int, _point: Any) -> bytes:
+        return payload[offset : offset + 65536]
+
+    def progress(*_state: Any) -> bool:
+        return budget.expired()
+
+    try:
+        return parser.parse(read, progress_callback=progress)
+    except ValueError:
+        # A cancelled parse resumes on the next call unless reset: never let the next
+        # command line be read as the rest of this one.
+        parser.reset()
+        raise budget.OverBudget from None
 
 
 def _visit(node: Any, kind: str, fn: str | None, script: Script, w: _Walk) -> str | None:
@@ -360,7 +394,10 @@ def _command(node: Any, fn: str | None, w: _Walk) -> tuple[SimpleCommand, int]:
     words = cmd.words
     flat = 0
     src = w.source
-    for child in node.named_children:
+    children = node.named_children
+    if len(children) > 256:
+        check()
+    for child in children:
         kind = child.type
         if kind == "variable_assignment":
             cmd.assigns.append(_assignment(child, w))
@@ -435,7 +472,11 @@ _LEAF = {"word", "string", "raw_string", "concatenation", "ansi_c_string", "numb
 def _leaf_words(node: Any, w: _Walk) -> list[str]:
     out: list[str] = []
     stack = [node]
+    steps = 0
     while stack:
+        steps += 1
+        if not steps & 255:
+            check()
         cur = stack.pop()
         if cur is not node and cur.type in _LEAF:
             out.append(w.text(cur))
@@ -452,7 +493,11 @@ def _arith_operands(node: Any, w: _Walk) -> list[str]:
     arithmetic)."""
     out: list[str] = []
     stack = [node]
+    steps = 0
     while stack:
+        steps += 1
+        if not steps & 255:
+            check()
         cur = stack.pop()
         if cur.type == "binary_expression":
             op = cur.child_by_field_name("operator")
@@ -469,7 +514,9 @@ def _fallback(text: str, fn: str | None) -> list[SimpleCommand]:
     """Best-effort commands from text tree-sitter could not parse (judged in addition)."""
     out: list[SimpleCommand] = []
     current: list[str] = []
-    for m in _TOKEN.finditer(text):
+    for k, m in enumerate(_TOKEN.finditer(text)):
+        if not k & 255:
+            check()
         tok = m.group(0)
         if tok in (";", "&", "|", "&&", "||", "(", ")"):
             if current:

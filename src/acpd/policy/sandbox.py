@@ -195,6 +195,30 @@ def glob_may_match(path: str, patterns: tuple[PathPattern, ...],
     return None
 
 
+_O_PATH = getattr(os, "O_PATH", 0)
+_FD_LINK = "/proc/self/fd/" if os.path.isdir("/proc/self/fd") else ""
+
+
+def resolve(path: str) -> str:
+    """`os.path.realpath(path)`, read afresh: for a path that exists, by opening it with
+    O_PATH and reading the kernel's name for the descriptor (three system calls whatever the
+    depth, where realpath makes one per component); else `os.path.realpath`."""
+    if _O_PATH and _FD_LINK:
+        try:
+            fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+        except (OSError, ValueError):
+            return os.path.realpath(path)
+        try:
+            real = os.readlink(f"{_FD_LINK}{fd}")
+        except OSError:
+            real = ""
+        finally:
+            os.close(fd)
+        if real.startswith("/") and not real.endswith(" (deleted)"):
+            return real
+    return os.path.realpath(path)
+
+
 def cached_realpath(path: str) -> str:
     """`os.path.realpath`, never cached: a decision must see the file system as it is now
     (a symlink created between two decisions is followed by the second). Kept by this name
@@ -204,7 +228,7 @@ def cached_realpath(path: str) -> str:
 
 def normalized_roots(roots: tuple[str, ...]) -> tuple[str, ...]:
     """Workspace roots resolved (realpath, read afresh on every call) and normalized."""
-    return tuple(os.path.normpath(os.path.realpath(r)) for r in roots)
+    return tuple(os.path.normpath(resolve(r)) for r in roots)
 
 
 def clear_cache() -> None:
@@ -261,7 +285,7 @@ def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: boo
     if "\x00" in lexical:
         # `$'\0'` in a word: no file has that name, and realpath would raise
         return ("deny", "path.nul", f"{mode} path {raw!r} holds a NUL byte")
-    real = os.path.realpath(lexical)
+    real = resolve(lexical)
     if mode == "read":
         deny, prefilter = rules.deny_read, rules.read_filter
     else:

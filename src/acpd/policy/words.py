@@ -60,38 +60,35 @@ class Expanded(NamedTuple):
     glob: bool
 
 
+_ANSI_ESCAPE = re.compile(
+    r"\\(?:x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})"
+    r"|c(.)|(.))", re.DOTALL)
+
+
 def decode_ansi_c(body: str) -> str:
-    out: list[str] = []
-    i, n = 0, len(body)
-    while i < n:
-        ch = body[i]
-        if ch != "\\" or i + 1 >= n:
-            out.append(ch)
-            i += 1
-            continue
-        nxt = body[i + 1]
-        i += 2
-        if nxt in _ANSI:
-            out.append(_ANSI[nxt])
-        elif nxt in "xuU":
-            limit = {"x": 2, "u": 4, "U": 8}[nxt]
-            m = re.match(f"[0-9A-Fa-f]{{1,{limit}}}", body[i:])
-            if m:
-                out.append(chr(min(int(m.group(0), 16), 0x10FFFF)))
-                i += m.end()
-            else:
-                out.append("\\" + nxt)
-        elif nxt in "01234567":
-            m = re.match(r"[0-7]{0,2}", body[i:])
-            digits = nxt + (m.group(0) if m else "")
-            out.append(chr(int(digits, 8) & 0xFF))
-            i += len(digits) - 1
-        elif nxt == "c" and i < n:
-            out.append(chr(ord(body[i]) & 0x1F))
-            i += 1
-        else:
-            out.append("\\" + nxt)
-    return "".join(out)
+    """The value of `$'body'` (one regex pass; the budget is checked every 4096 escapes)."""
+    if "\\" not in body:
+        return body
+    count = 0
+
+    def one(m: re.Match[str]) -> str:
+        nonlocal count
+        count += 1
+        if not count & 4095:
+            check()
+        hex2, hex4, hex8, octal, ctrl, other = m.groups()
+        digits = hex2 or hex4 or hex8
+        if digits:
+            return chr(min(int(digits, 16), 0x10FFFF))
+        if octal:
+            return chr(int(octal, 8) & 0xFF)
+        if ctrl is not None:
+            return chr(ord(ctrl) & 0x1F)
+        if other in _ANSI:
+            return _ANSI[other]
+        return m.group(0)
+
+    return _ANSI_ESCAPE.sub(one, body)
 
 
 def _match_brace(text: str, start: int) -> int:
