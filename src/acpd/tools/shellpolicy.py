@@ -14,6 +14,7 @@ happen before `initialize` is answered.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("acpd.shellpolicy")
 
 SHELL_TOOL = "core__bash"
+INLINE_JUDGE_CHARS = 512
+"""Command lines up to this long are judged on the event loop (well under a millisecond);
+longer ones on a worker thread."""
 WORKSPACE_PLUGINS = (".acpd", "plugins")
 TrustLevel = Literal["untrusted", "provisional", "trusted"]
 StartSoon = Callable[[Callable[[], Awaitable[None]]], None]
@@ -128,7 +132,13 @@ class ShellPolicies:
 
         try:
             handle = await self.handle_for(cwd, session_id)
-            return handle.judge(command, cwd=cwd, roots=roots, trust=self.trust_for(cwd))
+            trust = self.trust_for(cwd)
+            if len(command) <= INLINE_JUDGE_CHARS:
+                return handle.judge(command, cwd=cwd, roots=roots, trust=trust)
+            # A long command line can take up to the policy's time budget (50 ms): judge it
+            # on a worker thread so that other sessions' messages are not held up meanwhile.
+            return await anyio.to_thread.run_sync(
+                functools.partial(handle.judge, command, cwd=cwd, roots=roots, trust=trust))
         except Exception as exc:  # fail closed: a broken policy must not let commands through
             log.exception("the shell policy could not judge a command")
             reason = f"the shell policy could not judge this command ({type(exc).__name__}: {exc})"
