@@ -426,3 +426,23 @@ def test_env_options_that_move_the_command_ask(default: CompiledPolicy, ws: str,
 def test_env_split_string_is_judged(default: CompiledPolicy, ws: str, home: str,
                                     cmd: str) -> None:
     assert "destroy.rm" in judge(default, ws, home, cmd)[1], cmd
+
+
+def test_gitignore_aware_tree_reads(default: CompiledPolicy, tmp_path: Path) -> None:
+    """rg and git add skip what the root .gitignore ignores; a negation makes us trust none."""
+    ws = os.path.realpath(tmp_path)
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "k.txt").write_text("k")
+    (tmp_path / "src").mkdir()
+    assert judge(default, ws, ws, "rg foo")[0] == "ask"
+    (tmp_path / ".gitignore").write_text("# comment\nsecrets/\n*.log\n")
+    assert judge(default, ws, ws, "rg foo")[0] == "allow"
+    assert judge(default, ws, ws, "git add -A")[0] == "allow"
+    for cmd in ("rg -u foo", "rg --no-ignore foo", "git add -f .", "grep -r foo ."):
+        assert judge(default, ws, ws, cmd)[0] == "ask", cmd
+    (tmp_path / ".gitignore").write_text("secrets/\n!secrets/k.txt\n")
+    assert judge(default, ws, ws, "rg foo")[0] == "ask"
+    (tmp_path / ".gitignore").write_text("secrets/\n")
+    (tmp_path / ".env").write_text("T=1")
+    assert judge(default, ws, ws, "git add .")[0] == "ask"  # .env is not ignored
+    assert judge(default, ws, ws, "git stash -u")[0] == "ask"

@@ -180,7 +180,8 @@ class CommandJudge:
                 out.add(verdict, rule_id, reason)
             return
         if mdl.trees and not ctx.sandboxed:
-            found += effects.tree_findings(mdl.trees, ctx.cwds, ctx.paths, mdl.hidden)
+            found += effects.tree_findings(mdl.trees, ctx.cwds, ctx.paths, mdl.hidden,
+                                           mdl.gitignore)
         if mdl.copies:
             found += effects.copy_findings(mdl.copies, ctx.cwds, self.settings.max_delete_files)
         if mdl.program == "git" and (mdl.git_dirs or ctx.cwds != [ctx.roots[0]]):

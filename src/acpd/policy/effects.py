@@ -106,11 +106,12 @@ def _protected_hit(path: str, protected: set[str]) -> str | None:
 
 
 def tree_findings(trees: Iterable[str], cwds: list[str], rules: PathRules,
-                  hidden: bool) -> list[Finding]:
+                  hidden: bool, gitignore: bool = False) -> list[Finding]:
     found: list[Finding] = []
     for raw in trees:
         for cwd in cwds:
-            facts = denied_in_tree(_scan_root(raw, cwd), rules, hidden=hidden)
+            facts = denied_in_tree(_scan_root(raw, cwd), rules, hidden=hidden,
+                                   gitignore=gitignore)
             if facts is None:
                 continue
             if facts.denied is not None:

@@ -16,9 +16,14 @@ not follow them (rm -r does not either).
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Callable
 from typing import NamedTuple
 
-from acpd.policy.sandbox import PathRules, inside, matches
+from acpd.policy.sandbox import PathRules, glob_regex, inside, matches
+
+MAX_GITIGNORE = 64 * 1024
+Ignored = Callable[[str, bool], bool]
 
 SCAN_LIMIT = 4000
 
@@ -35,7 +40,7 @@ class TreeFacts(NamedTuple):
 
 
 def _walk(start: str, limit: int, hidden: bool, rules: PathRules | None,
-          skip_git: bool) -> TreeFacts:
+          skip_git: bool, ignored: Ignored | None = None) -> TreeFacts:
     count = 0
     git: str | None = None
     denied: str | None = None
@@ -54,6 +59,8 @@ def _walk(start: str, limit: int, hidden: bool, rules: PathRules | None,
                         if skip_git:
                             continue
                     if not hidden and name.startswith("."):
+                        continue
+                    if ignored is not None and ignored(entry.path, entry.is_dir()):
                         continue
                     if rules is not None and denied is None:
                         denied = _denied(entry, rules)
@@ -88,11 +95,75 @@ def _denied(entry: os.DirEntry[str], rules: PathRules) -> str | None:
 
 
 def denied_in_tree(path: str, rules: PathRules, *, hidden: bool = True,
-                   limit: int = SCAN_LIMIT) -> TreeFacts | None:
-    """Facts about the tree at `path` (absolute) if it is a directory, else None."""
+                   gitignore: bool = False, limit: int = SCAN_LIMIT) -> TreeFacts | None:
+    """Facts about the tree at `path` (absolute) if it is a directory, else None.
+    `gitignore`: the tool skips what the workspace root's `.gitignore` ignores (rg, git add)."""
     if not os.path.isdir(path):  # a link to a directory is scanned (grep -r follows it)
         return None
-    return _walk(path, limit, hidden, rules, skip_git=True)
+    ignored = gitignore_matcher(path, rules.roots) if gitignore else None
+    return _walk(path, limit, hidden, rules, skip_git=True, ignored=ignored)
+
+
+def gitignore_matcher(path: str, roots: tuple[str, ...]) -> Ignored | None:
+    """What the `.gitignore` at the root holding `path` ignores, read now (bounded). Only ever
+    used to skip entries, so anything it cannot read safely (a negation `!`, an unreadable or
+    oversized file) gives None: nothing is skipped. Nested `.gitignore` files are not read
+    (the tool may skip more than we do, never less)."""
+    root = inside(path, roots)
+    if root is None:
+        return None
+    try:
+        with open(os.path.join(root, ".gitignore"), "rb") as fh:
+            data = fh.read(MAX_GITIGNORE + 1)
+    except OSError:
+        return None
+    if len(data) > MAX_GITIGNORE:
+        return None
+    anywhere: list[str] = []
+    anchored: list[str] = []
+    dir_any: list[str] = []
+    dir_anchored: list[str] = []
+    for raw in data.decode("utf-8", "replace").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("!") or "\\" in line:
+            return None
+        dir_only = line.endswith("/")
+        body = line.rstrip("/")
+        if not body:
+            continue
+        if "/" in body:
+            (dir_anchored if dir_only else anchored).append(glob_regex(body.lstrip("/")))
+        else:
+            (dir_any if dir_only else anywhere).append(glob_regex(body))
+    base = root.rstrip("/") + "/"
+    any_re = _union(anywhere)
+    anch_re = _union(anchored)
+    dany_re = _union(dir_any)
+    danch_re = _union(dir_anchored)
+
+    def ignored(entry: str, is_dir: bool) -> bool:
+        if not entry.startswith(base):
+            return False
+        rel = entry[len(base):]
+        name = rel.rpartition("/")[2]
+        if any_re is not None and any_re.fullmatch(name):
+            return True
+        if anch_re is not None and anch_re.fullmatch(rel):
+            return True
+        if is_dir:
+            if dany_re is not None and dany_re.fullmatch(name):
+                return True
+            if danch_re is not None and danch_re.fullmatch(rel):
+                return True
+        return False
+
+    return ignored
+
+
+def _union(parts: list[str]) -> re.Pattern[str] | None:
+    return re.compile("|".join(f"(?:{p})" for p in parts), re.DOTALL) if parts else None
 
 
 def tree_facts(path: str, limit: int) -> TreeFacts | None:

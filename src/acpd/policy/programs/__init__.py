@@ -102,6 +102,7 @@ def _positionals(prog: Program, parsed: Parsed, m: Model) -> None:
         if recursive or prog.name == "rg":
             m.trees.extend(pos or ["."])
             m.hidden = prog.name != "rg" or parsed.role("hidden")
+            m.gitignore = not m.hidden
     elif kind == "in-out":
         m.reads.extend(pos[:1])
         m.writes.extend(pos[1:2])

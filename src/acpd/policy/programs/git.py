@@ -126,8 +126,8 @@ SUB: dict[str, Program] = {
     "describe": _prog("describe", "", "all tags contains abbrev= candidates= exact-match debug "
                       "long match= exclude= always first-parent dirty[=] broken[=]",
                       positionals="text"),
-    "add": _prog("add", "nvfipeuANz", "dry-run verbose force interactive patch edit update "
-                 "all no-ignore-removal no-all ignore-removal intent-to-add refresh "
+    "add": _prog("add", "nvipeNz", "dry-run verbose -f/force interactive patch edit -u/update "
+                 "-A/all no-ignore-removal no-all ignore-removal intent-to-add refresh "
                  "ignore-errors ignore-missing no-warn-embedded-repo renormalize chmod= "
                  "pathspec-from-file= pathspec-file-nul sparse",
                  {"--pathspec-from-file": "list"}),
@@ -170,10 +170,10 @@ SUB["tag"] = _prog(
      "-F/--file": "read"}, positionals="text")
 
 _STASH_SUB = {
-    "push": _prog("push", "pkuaqSm:", "patch keep-index no-keep-index include-untracked all "
+    "push": _prog("push", "pkqSm:", "patch keep-index no-keep-index -u/include-untracked -a/all "
                   "quiet staged message= pathspec-from-file= pathspec-file-nul",
                   {"--pathspec-from-file": "list"}),
-    "save": _prog("save", "pkuaq", "patch keep-index no-keep-index include-untracked all "
+    "save": _prog("save", "pkq", "patch keep-index no-keep-index -u/include-untracked -a/all "
                   "quiet", positionals="text"),
     "list": _log_like("list"),
     "show": _log_like("show", "include-untracked only-untracked no-include-untracked", "u"),
@@ -228,7 +228,14 @@ def _sub_paths(sub: str, parsed: Parsed, model: Model) -> None:
         if parsed.has("--no-index", "--untracked"):
             model.reads.extend(pos or ["."])
             model.trees.extend(pos or ["."])
-    elif sub in ("add", "commit", "blame", "status", "log", "show", "diff", "whatchanged"):
+    elif sub == "add":
+        # staged content is shown by `git diff --cached`: adding a tree that holds deny_read
+        # files reads them (git skips what .gitignore ignores, unless --force)
+        model.reads.extend(p for p in pos if not p.startswith(":"))
+        if not parsed.has("--update"):
+            model.trees.extend(pos or (["."] if parsed.has("--all") else []))
+            model.gitignore = not parsed.has("--force")
+    elif sub in ("commit", "blame", "status", "log", "show", "diff", "whatchanged"):
         # pathspecs (and revisions, which name no denied file): `git log -p -- .env` shows it
         model.reads.extend(p for p in pos if not p.startswith(":"))
     elif sub == "config" and _config_may_write(pos):
@@ -258,6 +265,10 @@ def _stash(args: list[str], model: Model) -> None:
     apply_roles(parsed, model)
     if sub == "push":
         model.reads.extend(parsed.positionals)
+    if sub in ("push", "save") and parsed.has("--include-untracked", "--all"):
+        model.trees.extend(parsed.positionals if sub == "push" and parsed.positionals
+                           else ["."])
+        model.gitignore = not parsed.has("--all")
 
 
 def _reflog(args: list[str], model: Model) -> None:

@@ -52,6 +52,8 @@ class Model:
     """Trees copied elsewhere: a `.git` among them creates a repository (class 2)."""
     hidden: bool = True
     """The tree reads include hidden files (rg without --hidden skips them)."""
+    gitignore: bool = False
+    """The tool skips what .gitignore ignores (rg without -u/--no-ignore, git add without -f)."""
     deletes: list[tuple[str, bool]] = field(default_factory=list)
     """(path, recursive) removed by the command."""
     findings: list[tuple[Verdict, str, str]] = field(default_factory=list)
