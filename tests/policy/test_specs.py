@@ -446,3 +446,12 @@ def test_gitignore_aware_tree_reads(default: CompiledPolicy, tmp_path: Path) -> 
     (tmp_path / ".env").write_text("T=1")
     assert judge(default, ws, ws, "git add .")[0] == "ask"  # .env is not ignored
     assert judge(default, ws, ws, "git stash -u")[0] == "ask"
+
+
+@pytest.mark.parametrize(("cmd", "want"), [
+    ("mv src /tmp/elsewhere", "ask"), ("mv -t /tmp/d src", "ask"), ("mv ~ x", "deny"),
+    ("mv .. x", "deny"), ("mv many renamed", "allow"), ("mv docs/old.md docs/x.md", "allow"),
+])
+def test_moves_out_of_the_workspace(default: CompiledPolicy, ws: str, home: str, cmd: str,
+                                    want: str) -> None:
+    assert judge(default, ws, home, cmd)[0] == want, cmd

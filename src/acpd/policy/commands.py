@@ -179,6 +179,9 @@ class CommandJudge:
             for verdict, rule_id, reason in found:
                 out.add(verdict, rule_id, reason)
             return
+        if mdl.moves_to is not None:
+            found += effects.move_out_findings((d for d, _ in mdl.deletes), mdl.moves_to,
+                                               ctx.cwds, ctx.roots)
         if mdl.trees and not ctx.sandboxed:
             found += effects.tree_findings(mdl.trees, ctx.cwds, ctx.paths, mdl.hidden,
                                            mdl.gitignore)

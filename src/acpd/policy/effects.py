@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterable
 
 from acpd.policy.decision import Verdict
-from acpd.policy.sandbox import PathRules
+from acpd.policy.sandbox import PathRules, inside
 from acpd.policy.treescan import denied_in_tree, foreign_repository, tree_facts
 
 Finding = tuple[Verdict, str, str]
@@ -103,6 +103,22 @@ def _protected_hit(path: str, protected: set[str]) -> str | None:
             if fnmatch.fnmatchcase(prot, path) or fnmatch.fnmatchcase(prot + "/", path):
                 return prot
     return None
+
+
+def move_out_findings(sources: Iterable[str], dest: str, cwds: list[str],
+                      roots: tuple[str, ...]) -> list[Finding]:
+    """mv from the workspace to outside it removes the sources from the workspace (and from
+    what a workspace checkpoint can restore): ask."""
+    found: list[Finding] = []
+    for cwd in cwds:
+        target = _absolute(dest, cwd)
+        if inside(target, roots) and inside(os.path.realpath(target), roots):
+            continue
+        for raw in sources:
+            if inside(_absolute(raw, cwd), roots):
+                found.append(("ask", "destroy.move-out",
+                              f"mv takes {raw} out of the workspace"))
+    return found
 
 
 def tree_findings(trees: Iterable[str], cwds: list[str], rules: PathRules,

@@ -128,6 +128,8 @@ def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Mod
         return
     if kind == "move":
         m.writes.extend(sources)
+        m.deletes.extend((s, False) for s in sources)  # HOME, ancestors (a rename: no count)
+        m.moves_to = dest
         return
     if kind == "link" or parsed.role("link"):
         for src in sources:

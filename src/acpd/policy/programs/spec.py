@@ -60,6 +60,8 @@ class Model:
     """Verdicts the spec gives whatever the sandbox: deny system state, ask destructive git."""
     links: list[str] = field(default_factory=list)
     """Link targets (`ln -s T L`, `cp -l`): a later write through the link lands on them."""
+    moves_to: str | None = None
+    """mv's destination: sources moved out of the workspace leave it (a deletion there)."""
     git_dirs: list[str] = field(default_factory=list)
     """`git -C DIR`: the engine asks when DIR is not in the workspace's own repository."""
     detach: list[str] = field(default_factory=list)
