@@ -116,6 +116,7 @@ def test_workspace_code_needs_trust_or_sandbox(default: CompiledPolicy, ws: str,
     assert judge(default, ws, home, cmd, trust="provisional")[0] == "ask"
     assert judge(default, ws, home, cmd, trust="provisional", sandboxed=True)[0] == "allow"
     assert judge(default, ws, home, cmd, trust="trusted")[0] == "allow"
+    assert judge(default, ws, home, cmd, trust="untrusted", sandboxed=True)[0] == "deny"
 
 
 def test_every_modeled_program_has_a_spec(default: CompiledPolicy) -> None:

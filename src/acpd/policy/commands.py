@@ -138,7 +138,8 @@ class CommandJudge:
             out.add(self.settings.default, "default", f"no rule allows {base}")
         elif cap_allow:
             pass
-        elif trusted_only and ctx.trust != "trusted" and not ctx.sandboxed:
+        elif trusted_only and ctx.trust != "trusted" and (
+                not ctx.sandboxed or ctx.trust == "untrusted"):
             out.add("ask", "trust.workspace-code", f"{base} runs workspace code; the workspace "
                     "is not trusted")
         elif self.allowed is not None and base not in self.allowed:
@@ -212,7 +213,7 @@ class CommandJudge:
             if not check("sh", [path], CheckContext(ctx.cwd, ctx.roots)):
                 ctx.out.add("ask", "workspace.script", f"{what}: script outside the workspace")
                 return
-        if ctx.trust == "trusted" or ctx.sandboxed:
+        if ctx.trust == "trusted" or (ctx.sandboxed and ctx.trust != "untrusted"):
             ctx.out.add("allow", "workspace.script", "")
         else:
             ctx.out.add("ask", "workspace.script",
