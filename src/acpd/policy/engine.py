@@ -329,6 +329,9 @@ class CompiledPolicy(CommandJudge):
 
     def _simple(self, cmd: parse_mod.SimpleCommand, env: Env, ctx: _Ctx, depth: int) -> None:
         budget_mod.check()
+        if cmd.background and not ctx.sandboxed and ctx.only_rule is None:
+            ctx.out.add("ask", "escape.background", "a background job (`&`) can outlive the "
+                        "command and its kill")
         for red in cmd.redirects:
             if red.kind != "file" or red.target is None:
                 continue

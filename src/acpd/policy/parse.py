@@ -86,6 +86,8 @@ class SimpleCommand:
     heredoc: bool = False
     fallback: bool = False
     """Recovered from an ERROR node by plain tokenizing."""
+    background: bool = False
+    """Runs as (or inside) an asynchronous job `... &`: it may outlive the command line."""
 
 
 @dataclass(slots=True)
@@ -127,7 +129,7 @@ class _Walk:
     """State of one walk: the source (to slice node text from) and redirects that a
     `redirected_statement` hands to its command."""
 
-    __slots__ = ("arith_starts", "data", "extra", "masks", "source", "suspicious")
+    __slots__ = ("amp", "arith_starts", "data", "extra", "masks", "source", "suspicious")
 
     def __init__(self, source: str, data: bytes) -> None:
         self.source: str | None = source if source.isascii() else None
@@ -138,6 +140,8 @@ class _Walk:
         self.masks: list[tuple[int, int]] = []
         """Byte ranges bash does not expand: single-quoted text, quoted here-doc bodies."""
         self.arith_starts: set[int] = set()
+        self.amp = b"&" in data
+        """Only then can a command be an asynchronous job (`&`)."""
 
     def text(self, node: Any) -> str:
         if self.source is not None:  # ASCII: byte offsets are character offsets
@@ -418,9 +422,24 @@ def _command(node: Any, fn: str | None, w: _Walk) -> tuple[SimpleCommand, int]:
     extra = w.extra.get(node.id)
     if extra is not None:
         cmd.redirects.extend(extra)
+    if w.amp:
+        cmd.background = _backgrounded(node)
     if cmd.redirects:
         cmd.heredoc = any(r.kind == "heredoc" for r in cmd.redirects)
     return cmd, flat
+
+
+def _backgrounded(node: Any) -> bool:
+    """Is the command, or a statement holding it, followed by `&` (an asynchronous job)?
+    Inside a substitution or a function body it still is (bash starts the job when that
+    runs)."""
+    cur = node
+    while cur is not None and cur.type != "program":
+        nxt = cur.next_sibling
+        if nxt is not None and nxt.type == "&":
+            return True
+        cur = cur.parent
+    return False
 
 
 def _declaration(node: Any, fn: str | None, w: _Walk) -> SimpleCommand:
