@@ -456,3 +456,16 @@ def test_gitignore_aware_tree_reads(default: CompiledPolicy, tmp_path: Path) -> 
 def test_moves_out_of_the_workspace(default: CompiledPolicy, ws: str, home: str, cmd: str,
                                     want: str) -> None:
     assert judge(default, ws, home, cmd)[0] == want, cmd
+
+
+@pytest.mark.parametrize(("cmd", "want"), [
+    ("grep -rn TOKEN . --include='*.rs'", "allow"), ("grep -rn TOKEN . --include='*.env'", "ask"),
+    ("grep -rn TOKEN . --include='*'", "ask"),
+    ("grep -rn TOKEN . --exclude=.env --exclude-dir=secrets", "allow"),
+    ("grep -rn TOKEN . --exclude-dir=secrets", "ask"), ("rg -g '*.rs' TOKEN", "allow"),
+    ("rg -g '!secrets' -g '*.txt' TOKEN", "allow"), ("rg -g 'src/*.rs' TOKEN", "ask"),
+    ("rg -t rust TOKEN", "ask"), ("rg --iglob '*.RS' TOKEN", "ask"),
+])
+def test_search_globs_narrow_the_tree_scan(default: CompiledPolicy, ws: str, home: str,
+                                           cmd: str, want: str) -> None:
+    assert judge(default, ws, home, cmd)[0] == want, cmd

@@ -20,7 +20,7 @@ import re
 import shutil
 from typing import TYPE_CHECKING
 
-from acpd.policy import effects, programs
+from acpd.policy import effects, programs, treescan
 from acpd.policy.argspec import Scan, path_args, scan, spec_for
 from acpd.policy.blocklist import BLOCKED_BUILTINS, SHELLS
 from acpd.policy.checks import CHECKS, CheckContext
@@ -184,8 +184,9 @@ class CommandJudge:
             found += effects.move_out_findings((d for d, _ in mdl.deletes), mdl.moves_to,
                                                ctx.cwds, ctx.roots)
         if mdl.trees and not ctx.sandboxed:
-            found += effects.tree_findings(mdl.trees, ctx.cwds, ctx.paths, mdl.hidden,
-                                           mdl.gitignore)
+            found += effects.tree_findings(
+                mdl.trees, ctx.cwds, ctx.paths, mdl.hidden, mdl.gitignore,
+                treescan.name_filter(mdl.include, mdl.exclude, mdl.exclude_dirs))
         if mdl.copies:
             found += effects.copy_findings(mdl.copies, ctx.cwds, self.settings.max_delete_files)
         if mdl.program == "git" and (mdl.git_dirs or ctx.cwds != [ctx.roots[0]]):

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 from acpd.policy.decision import Verdict
 from acpd.policy.sandbox import PathRules, inside
-from acpd.policy.treescan import denied_in_tree, foreign_repository, tree_facts
+from acpd.policy.treescan import Ignored, denied_in_tree, foreign_repository, tree_facts
 
 Finding = tuple[Verdict, str, str]
 _GLOB_CHARS = ("*", "?", "[")
@@ -122,12 +122,13 @@ def move_out_findings(sources: Iterable[str], dest: str, cwds: list[str],
 
 
 def tree_findings(trees: Iterable[str], cwds: list[str], rules: PathRules,
-                  hidden: bool, gitignore: bool = False) -> list[Finding]:
+                  hidden: bool, gitignore: bool = False,
+                  names: Ignored | None = None) -> list[Finding]:
     found: list[Finding] = []
     for raw in trees:
         for cwd in cwds:
             facts = denied_in_tree(_scan_root(raw, cwd), rules, hidden=hidden,
-                                   gitignore=gitignore)
+                                   gitignore=gitignore, names=names)
             if facts is None:
                 continue
             if facts.denied is not None:

@@ -15,6 +15,7 @@ not follow them (rm -r does not either).
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from collections.abc import Callable
@@ -95,13 +96,37 @@ def _denied(entry: os.DirEntry[str], rules: PathRules) -> str | None:
 
 
 def denied_in_tree(path: str, rules: PathRules, *, hidden: bool = True,
-                   gitignore: bool = False, limit: int = SCAN_LIMIT) -> TreeFacts | None:
+                   gitignore: bool = False, names: Ignored | None = None,
+                   limit: int = SCAN_LIMIT) -> TreeFacts | None:
     """Facts about the tree at `path` (absolute) if it is a directory, else None.
     `gitignore`: the tool skips what the workspace root's `.gitignore` ignores (rg, git add)."""
     if not os.path.isdir(path):  # a link to a directory is scanned (grep -r follows it)
         return None
     ignored = gitignore_matcher(path, rules.roots) if gitignore else None
+    if names is not None:
+        ignored = _both(ignored, names) if ignored is not None else names
     return _walk(path, limit, hidden, rules, skip_git=True, ignored=ignored)
+
+
+def _both(first: Ignored, second: Ignored) -> Ignored:
+    return lambda path, is_dir: first(path, is_dir) or second(path, is_dir)
+
+
+def name_filter(include: tuple[str, ...], exclude: tuple[str, ...],
+                exclude_dirs: tuple[str, ...]) -> Ignored | None:
+    """Skip what a search's include/exclude globs (matched on base names) leave unread."""
+    if not (include or exclude or exclude_dirs):
+        return None
+
+    def skipped(path: str, is_dir: bool) -> bool:
+        name = path.rpartition("/")[2]
+        if is_dir:
+            return any(fnmatch.fnmatchcase(name, g) for g in exclude_dirs)
+        if include and not any(fnmatch.fnmatchcase(name, g) for g in include):
+            return True
+        return any(fnmatch.fnmatchcase(name, g) for g in exclude)
+
+    return skipped
 
 
 def gitignore_matcher(path: str, roots: tuple[str, ...]) -> Ignored | None:

@@ -103,6 +103,7 @@ def _positionals(prog: Program, parsed: Parsed, m: Model) -> None:
             m.trees.extend(pos or ["."])
             m.hidden = prog.name != "rg" or parsed.role("hidden")
             m.gitignore = not m.hidden
+            _name_filters(prog.name, parsed, m)
     elif kind == "in-out":
         m.reads.extend(pos[:1])
         m.writes.extend(pos[1:2])
@@ -143,3 +144,22 @@ def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Mod
     if recursive:
         m.trees.extend(sources)
         m.copies.extend(sources)
+
+
+def _name_filters(name: str, parsed: Parsed, m: Model) -> None:
+    """Which files of a tree the search reads: grep --include/--exclude/--exclude-dir match
+    base names; rg -g/--glob globs without a `/` match base names too (`!` excludes). Any
+    form we cannot read to the letter (a glob with `/`, --iglob, a file of patterns) leaves
+    the tree read whole."""
+    if name == "rg":
+        if parsed.has("--iglob", "--type", "--type-not", "--type-add"):
+            return
+        globs = parsed.values("-g", "--glob")
+        if any("/" in g for g in globs):
+            return
+        m.include = tuple(g for g in globs if not g.startswith("!"))
+        m.exclude = m.exclude_dirs = tuple(g[1:] for g in globs if g.startswith("!"))
+        return
+    m.include = tuple(parsed.values("--include"))
+    m.exclude = tuple(parsed.values("--exclude"))
+    m.exclude_dirs = tuple(parsed.values("--exclude-dir"))

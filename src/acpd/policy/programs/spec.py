@@ -52,6 +52,12 @@ class Model:
     """Trees copied elsewhere: a `.git` among them creates a repository (class 2)."""
     hidden: bool = True
     """The tree reads include hidden files (rg without --hidden skips them)."""
+    include: tuple[str, ...] = ()
+    """Only files whose name matches one of these globs are read from the trees (grep
+    --include, rg -g GLOB); empty: every file."""
+    exclude: tuple[str, ...] = ()
+    """Files (and, for rg, directories) whose name matches are not read."""
+    exclude_dirs: tuple[str, ...] = ()
     gitignore: bool = False
     """The tool skips what .gitignore ignores (rg without -u/--no-ignore, git add without -f)."""
     deletes: list[tuple[str, bool]] = field(default_factory=list)
