@@ -144,17 +144,10 @@ class CompiledPolicy(CommandJudge):
         level: Trust = trust or self.settings.trust
         ctx = _Ctx(cwd, roots, home, level, self._path_rules(roots, home), out, only_rule=only,
                    sandboxed=sandboxed)
-        if not check_text(command, self.settings.max_command_bytes, out):
-            return out
-        stripped = strip_line_continuations(command)
-        variants = [stripped] if stripped == command else [stripped, command]
-        if not command.isascii():  # an ASCII text (and what is stripped of it) is NFKC
-            for v in list(variants):
-                norm = nfkc_variant(v)
-                if norm is not None and norm not in variants:
-                    variants.append(norm)
         try:
-            for source in variants:
+            if not check_text(command, self.settings.max_command_bytes, out):
+                return out
+            for source in _variants(command):
                 ctx.cwds = [cwd]
                 ctx.scope = contexts.Scope()
                 self._source(source, ctx, 0)
@@ -435,6 +428,19 @@ class CompiledPolicy(CommandJudge):
             self._path(w, "write", ctx)
         if res.argv:
             self._command(res.argv, ctx, depth)
+
+def _variants(command: str) -> list[str]:
+    """The texts to judge: without backslash-newlines (as bash reads it), as written, and
+    their NFKC forms when the text is not ASCII."""
+    stripped = strip_line_continuations(command)
+    variants = [stripped] if stripped == command else [stripped, command]
+    if not command.isascii():  # an ASCII text (and what is stripped of it) is NFKC
+        for v in list(variants):
+            norm = nfkc_variant(v)
+            if norm is not None and norm not in variants:
+                variants.append(norm)
+    return variants
+
 
 def _combos(words: list[str], env: Env, home: str) -> list[list[str]]:
     """The argvs a command's words can make (at most MAX_ARGV_COMBOS, in linear time). Once

@@ -34,6 +34,7 @@ special_variable_name, test_operator, file_descriptor, regex) hold no command.
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 from dataclasses import dataclass, field
@@ -88,6 +89,8 @@ class SimpleCommand:
     """Recovered from an ERROR node by plain tokenizing."""
     background: bool = False
     """Runs as (or inside) an asynchronous job `... &`: it may outlive the command line."""
+    start: int = -1
+    """Byte offset in the source (set only when the source holds a `&`)."""
 
 
 @dataclass(slots=True)
@@ -179,8 +182,17 @@ def parse(source: str) -> Script:
     quote is a plain character)."""
     depth = 0
     seen = 0
+    last_named: dict[int, tuple[int, int]] = {}
+    """Per depth, the byte range of the last named node: what a `&` after it puts in the
+    background."""
+    jobs: list[tuple[int, int]] = []
     while True:
         node = cursor.node
+        if w.amp:
+            if node.is_named:
+                last_named[depth] = (node.start_byte, node.end_byte)
+            elif node.type == "&" and depth in last_named:
+                jobs.append(last_named[depth])
         if node.is_named and (kind := node.type) not in _LEAVES:
             seen += 1
             if seen > MAX_NODES:
@@ -227,6 +239,8 @@ def parse(source: str) -> Script:
             continue
         break
     _calls(script)
+    if jobs:
+        _mark_background(script, jobs)
     if w.suspicious:
         script.blocked.extend(_substitution_sites(w))
     return script
@@ -254,8 +268,6 @@ def _substitution_sites(w: _Walk) -> list[tuple[str, str]]:
     masks = sorted(w.masks)
     starts = [m[0] for m in masks]
     found: dict[str, tuple[str, str]] = {}
-    import bisect
-
     for k, m in enumerate(_SITE.finditer(data)):
         if not k & 255:
             check()
@@ -423,23 +435,27 @@ def _command(node: Any, fn: str | None, w: _Walk) -> tuple[SimpleCommand, int]:
     if extra is not None:
         cmd.redirects.extend(extra)
     if w.amp:
-        cmd.background = _backgrounded(node)
+        cmd.start = node.start_byte
     if cmd.redirects:
         cmd.heredoc = any(r.kind == "heredoc" for r in cmd.redirects)
     return cmd, flat
 
 
-def _backgrounded(node: Any) -> bool:
-    """Is the command, or a statement holding it, followed by `&` (an asynchronous job)?
-    Inside a substitution or a function body it still is (bash starts the job when that
-    runs)."""
-    cur = node
-    while cur is not None and cur.type != "program":
-        nxt = cur.next_sibling
-        if nxt is not None and nxt.type == "&":
-            return True
-        cur = cur.parent
-    return False
+def _mark_background(script: Script, jobs: list[tuple[int, int]]) -> None:
+    """Commands inside a statement followed by `&` (byte ranges from the walk). The ranges
+    nest or are disjoint, so one sweep with a stack of open ranges answers every command."""
+    jobs.sort()
+    open_ends: list[int] = []
+    j = 0
+    for cmd in sorted((c for c in script.commands if c.start >= 0), key=lambda c: c.start):
+        while j < len(jobs) and jobs[j][0] <= cmd.start:
+            while open_ends and open_ends[-1] <= jobs[j][0]:
+                open_ends.pop()
+            open_ends.append(jobs[j][1])
+            j += 1
+        while open_ends and open_ends[-1] <= cmd.start:
+            open_ends.pop()
+        cmd.background = bool(open_ends)
 
 
 def _declaration(node: Any, fn: str | None, w: _Walk) -> SimpleCommand:
