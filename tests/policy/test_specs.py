@@ -201,6 +201,8 @@ TREE_READS = [
     "git commit -t conf/secrets/k.txt", "git add .env", "touch --reference=.env x",
     "sort --random-source=.env data.txt", "grep -f .env data.txt", "rg --file=.env src",
     "diff --from-file=.env data.txt", "jq --rawfile a .env -n '$a'",
+    "tar -C conf -cf x.tar secrets", "tar -C conf/secrets -cf x.tar k.txt",
+    "tar -cf x.tar -C conf secrets/k.txt",
 ]
 
 

@@ -197,11 +197,13 @@ def _tar(prog: Program, parsed: Parsed, model: Model) -> None:
     members = [p for p in parsed.positionals]
     if mode in ("create", "append", "update"):
         model.writes.extend(a for a in archives if a != "-")
+        # members are relative to a -C directory (which one depends on the order: every one)
+        placed = [os.path.join(d, m) for d in dirs for m in members] if dirs else members
         model.reads.extend(dirs)
-        model.reads.extend(members)
-        model.trees.extend([os.path.join(dirs[-1], m) for m in members] if dirs else members)
+        model.reads.extend(placed)
+        model.trees.extend(placed)
         if parsed.has("--remove-files"):
-            model.deletes.extend((m, True) for m in members)
+            model.deletes.extend((m, True) for m in placed)
         if not members and not parsed.has("--files-from"):
             model.ask_unknown("no member names")
     elif mode == "extract":

@@ -201,7 +201,7 @@ def parse_argv(prog: Program, args: list[str], model: Model) -> Parsed:
         if prog.numeric and arg[1:].isdigit():
             continue
         if arg.startswith("--") or (prog.single_dash_long and len(arg) > 2):
-            word, eq, value = arg.lstrip("-").partition("=")
+            word, eq, value = arg[2 if arg.startswith("--") else 1 :].partition("=")
             found = prog.long(word)
             if found is None or found == "ambiguous":
                 model.ask_unknown(f"option {arg.partition('=')[0]} is "
