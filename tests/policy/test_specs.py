@@ -202,7 +202,8 @@ TREE_READS = [
     "sort --random-source=.env data.txt", "grep -f .env data.txt", "rg --file=.env src",
     "diff --from-file=.env data.txt", "jq --rawfile a .env -n '$a'",
     "tar -C conf -cf x.tar secrets", "tar -C conf/secrets -cf x.tar k.txt",
-    "tar -cf x.tar -C conf secrets/k.txt",
+    "tar -cf x.tar -C conf secrets/k.txt", "git -C conf add secrets", "git -C conf add -A",
+    "git -C src add ../.env", "git -C src log -p -- ../.env", "git -C src -C .. add .env",
 ]
 
 

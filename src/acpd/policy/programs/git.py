@@ -10,6 +10,8 @@ engine, which asks when they name a repository that is not the workspace's own.
 
 from __future__ import annotations
 
+import os
+
 from acpd.policy.programs.spec import Model, Parsed, Program, apply_roles, parse_argv, program
 
 _H = " help"
@@ -203,6 +205,7 @@ def model_git(args: list[str], model: Model) -> None:
     sub, sub_args = rest[0], rest[1:]
     if sub == "stash":
         _stash(sub_args, model)
+        _relative_to_c(model)
         return
     if sub == "reflog":
         _reflog(sub_args, model)
@@ -214,6 +217,18 @@ def model_git(args: list[str], model: Model) -> None:
     parsed = parse_argv(prog, sub_args, model)
     apply_roles(parsed, model)
     _sub_paths(sub, parsed, model)
+    _relative_to_c(model)
+
+
+def _relative_to_c(model: Model) -> None:
+    """`git -C a -C b add x` runs in a/b: its path operands are relative to that."""
+    if not model.git_dirs:
+        return
+    where = ""
+    for d in model.git_dirs:
+        where = os.path.join(where, d)
+    model.reads[:] = [os.path.join(where, p) for p in model.reads]
+    model.trees[:] = [os.path.join(where, p) for p in model.trees]
 
 
 def _sub_paths(sub: str, parsed: Parsed, model: Model) -> None:
