@@ -139,9 +139,10 @@ def builtin_operands(argv: list[str]) -> Operands:
     elif name == "let":
         ops.arith += args
     elif name == "unset":
+        # `unset PATH; ls` runs ./ls: removing a blocked variable is changing it
         letters, i = _flags(args)
         if "f" not in letters:
-            ops.names += args[i:]
+            ops.assigned += args[i:]
     elif name == "coproc":
         if len(args) >= 2 and NAME.fullmatch(args[0]) and args[1] in ("{", "("):
             ops.assigned.append(args[0])
@@ -332,7 +333,15 @@ def check_expansion(text: str, scope: Scope, extra: tuple[str, ...], out: Findin
                 check_name_operand(value, scope, extra, out, assigned=False,
                                    how=f"${{!{var}}}")
     if rest.startswith((":=", "=")) and var:
-        check_assignment(var, [DYN], extra, out, f"${{{var}{rest[:2]}...}}")
+        if prefix == "!":  # `${!r:=v}` assigns the variable whose name r holds
+            targets = [v for v in known.get(var, ()) if v != DYN]
+            if var in scope.tainted or not targets:
+                out.add("ask", "context.dynamic-name",
+                        f"${{!{var}{rest[:2]}...}} assigns a variable named at run time")
+            for target in targets:
+                check_assignment(var_name(target), [DYN], extra, out, f"${{!{var}:=...}}")
+        else:
+            check_assignment(var, [DYN], extra, out, f"${{{var}{rest[:2]}...}}")
     if rest.startswith(":") and not rest.startswith((":-", ":=", ":+", ":?")):
         return rest[1:]
     return None

@@ -1,5 +1,11 @@
 """What a strategy is, and the helpers every strategy shares (parameter parsing, matching)."""
 
+# The regexes written in the strategies (module constants, built in) run on Python's `re`:
+# each was reviewed as linear (no nested or overlapping unbounded quantifiers; anchored where
+# they repeat), and tests/filters/test_builtin_regexes.py runs all of them over long hostile
+# lines. Patterns from filters.toml or the config never come here uncompiled: they go through
+# `safety.compile_pattern`, which uses RE2.
+
 from __future__ import annotations
 
 import re
