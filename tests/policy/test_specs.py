@@ -204,6 +204,7 @@ TREE_READS = [
     "tar -C conf -cf x.tar secrets", "tar -C conf/secrets -cf x.tar k.txt",
     "tar -cf x.tar -C conf secrets/k.txt", "git -C conf add secrets", "git -C conf add -A",
     "git -C src add ../.env", "git -C src log -p -- ../.env", "git -C src -C .. add .env",
+    "cd src && git add -A", "git -C src add -A", "git -C src add :/", "cd src && git stash -u",
 ]
 
 

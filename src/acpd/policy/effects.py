@@ -126,9 +126,11 @@ def tree_findings(trees: Iterable[str], cwds: list[str], rules: PathRules,
                   names: Ignored | None = None) -> list[Finding]:
     found: list[Finding] = []
     for raw in trees:
-        for cwd in cwds:
-            facts = denied_in_tree(_scan_root(raw, cwd), rules, hidden=hidden,
-                                   gitignore=gitignore, names=names)
+        # ":/" is git's whole work tree: every workspace root
+        starts = rules.roots if raw == ":/" else tuple(_scan_root(raw, cwd) for cwd in cwds)
+        for start in starts:
+            facts = denied_in_tree(start, rules, hidden=hidden, gitignore=gitignore,
+                                   names=names)
             if facts is None:
                 continue
             if facts.denied is not None:

@@ -15,6 +15,8 @@ import os
 from acpd.policy.programs.spec import Model, Parsed, Program, apply_roles, parse_argv, program
 
 _H = " help"
+WHOLE_TREE = ":/"
+"""A tree operand meaning the whole work tree (git's top-of-tree pathspec)."""
 GLOBAL = program(
     "git", "pPvhC:c:",
     "paginate no-pager git-dir= work-tree= namespace= bare no-replace-objects "
@@ -228,7 +230,7 @@ def _relative_to_c(model: Model) -> None:
     for d in model.git_dirs:
         where = os.path.join(where, d)
     model.reads[:] = [os.path.join(where, p) for p in model.reads]
-    model.trees[:] = [os.path.join(where, p) for p in model.trees]
+    model.trees[:] = [p if p == WHOLE_TREE else os.path.join(where, p) for p in model.trees]
 
 
 def _sub_paths(sub: str, parsed: Parsed, model: Model) -> None:
@@ -248,7 +250,9 @@ def _sub_paths(sub: str, parsed: Parsed, model: Model) -> None:
         # files reads them (git skips what .gitignore ignores, unless --force)
         model.reads.extend(p for p in pos if not p.startswith(":"))
         if not parsed.has("--update"):
-            model.trees.extend(pos or (["."] if parsed.has("--all") else []))
+            # `git add -A` (no pathspec) and `:/...` pathspecs take the whole work tree
+            model.trees.extend([WHOLE_TREE if p.startswith(":") else p for p in pos]
+                               or ([WHOLE_TREE] if parsed.has("--all") else []))
             model.gitignore = not parsed.has("--force")
     elif sub in ("commit", "blame", "status", "log", "show", "diff", "whatchanged"):
         # pathspecs (and revisions, which name no denied file): `git log -p -- .env` shows it
@@ -282,7 +286,7 @@ def _stash(args: list[str], model: Model) -> None:
         model.reads.extend(parsed.positionals)
     if sub in ("push", "save") and parsed.has("--include-untracked", "--all"):
         model.trees.extend(parsed.positionals if sub == "push" and parsed.positionals
-                           else ["."])
+                           else [WHOLE_TREE])
         model.gitignore = not parsed.has("--all")
 
 
