@@ -473,3 +473,8 @@ def test_moves_out_of_the_workspace(default: CompiledPolicy, ws: str, home: str,
 def test_search_globs_narrow_the_tree_scan(default: CompiledPolicy, ws: str, home: str,
                                            cmd: str, want: str) -> None:
     assert judge(default, ws, home, cmd)[0] == want, cmd
+
+
+def test_coproc_asks_unless_sandboxed(default: CompiledPolicy, ws: str, home: str) -> None:
+    assert judge(default, ws, home, "coproc sleep 9")[0] == "ask"
+    assert judge(default, ws, home, "coproc sleep 9", sandboxed=True)[0] == "allow"

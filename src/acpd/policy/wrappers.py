@@ -69,7 +69,7 @@ _SHELL_VALUES = _fs("-o", "-O", "+o", "+O", "--rcfile", "--init-file")
 _WATCH_VALUES = _fs("-n", "-d", "-q", "--interval", "--differences", "--equexit")
 
 
-DETACHING = frozenset({"setsid", "nohup", "disown", "daemonize"})
+DETACHING = frozenset({"setsid", "nohup", "disown", "daemonize", "coproc"})
 """Wrappers whose command may outlive the kill of its process group."""
 
 WRAPPERS = frozenset({*_SIMPLE, "env", "command", "exec", "busybox", "coproc", "xargs",
