@@ -66,7 +66,7 @@ def _compile(pattern: str, flags: int) -> re.Pattern[str]:
         if isinstance(detail, bytes):
             detail = detail.decode("utf-8", "replace")
         raise UnsafePatternError(
-            f"regex not accepted by the linear-time engine (RE2): {detail}"
+            f"invalid regex for the linear-time engine (RE2): {detail}"
         ) from None
     except (TypeError, ValueError) as exc:
         raise UnsafePatternError(f"invalid regex: {exc}") from None
