@@ -123,7 +123,8 @@ ASSIGNING = [
     "x={v}; declare -n r=$x", "echo ${{{v}:=/tmp}}", "echo ${{{v}=/tmp}}", "coproc {v} {{ :; }}",
     "wait -p {v}", "read -a {v} < p.txt", "builtin read {v} < p.txt",
     "command printf -v {v} x", "{v}=. git status", "env {v}=. git status",
-    "for ((  {v}=0; {v}<1; {v}++ )); do :; done", "IFS=: read a {v} < p.txt",
+    "for ((  {v}=0; {v}<1; {v}++ )); do :; done", "IFS=: read a {v} < p.txt", "unset {v}; ls",
+    "r={v}; : ${{!r:=x}}",
 ]
 """Class 4: every way a builtin (or arithmetic) assigns a variable."""
 

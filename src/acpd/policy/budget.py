@@ -13,15 +13,21 @@ use; the cheap wall clock is read on every check and the thread's CPU clock only
 clock says the budget could be spent. The checks stop work at CHECKED_SHARE of the budget, so
 that what runs between two checks and the answer itself fit in the rest.
 
+Garbage collection is not the command's cost either: a full collection in a large process can
+take tens of milliseconds on whatever thread triggers it, so the CPU time the collector spends
+on the judging thread (measured with `gc.callbacks`) is left out.
+
 The state lives in a thread-local so that deep helpers need no extra parameter; one judge
 call sets it and restores the previous one, and judges on other threads have their own.
 """
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 CHECKED_SHARE = 0.8
 
@@ -36,6 +42,18 @@ class TooComplex(Exception):
     """The input nests deeper (or expands wider) than the judge models."""
 
 
+def _gc_clock(phase: str, _info: dict[str, Any]) -> None:
+    """Account the collector's CPU time to the thread it runs on (while it judges)."""
+    current: _Budget | None = getattr(_local, "budget", None)
+    if current is None:
+        return
+    if phase == "start":
+        current.gc_started = time.thread_time()
+    elif current.gc_started:
+        current.gc_spent += time.thread_time() - current.gc_started
+        current.gc_started = 0.0
+
+
 @dataclass(slots=True)
 class _Budget:
     cpu_start: float
@@ -43,6 +61,8 @@ class _Budget:
     """Seconds of this thread's CPU time the decision may use."""
     wall_deadline: float
     """No check before this wall-clock time can find the budget spent."""
+    gc_spent: float = 0.0
+    gc_started: float = 0.0
 
 
 def start(budget_ms: float) -> _Budget | None:
@@ -67,7 +87,7 @@ def expired() -> bool:
     current: _Budget | None = getattr(_local, "budget", None)
     if current is None or time.perf_counter() <= current.wall_deadline:
         return False
-    used = time.thread_time() - current.cpu_start
+    used = time.thread_time() - current.cpu_start - current.gc_spent
     if used >= current.allowed:
         return True
     # The wall clock ran ahead of the CPU clock (the thread waited): look again later.
@@ -83,3 +103,7 @@ def check() -> None:
     """Raise OverBudget when this thread's decision has used up its budget."""
     if expired():
         raise OverBudget
+
+
+if _gc_clock not in gc.callbacks:
+    gc.callbacks.append(_gc_clock)
