@@ -15,10 +15,9 @@ MAX_BRACE_CHARS = 1024
 def brace_expand(pieces: list[tuple[str, bool]]) -> list[str]:
     """Bash brace expansion over the unquoted parts of a field (bounded). Raises TooComplex
     for a field with braces longer than MAX_BRACE_CHARS (the judge asks)."""
+    if not any(not q and "{" in text for text, q in pieces):
+        return ["".join(text for text, _ in pieces)]
     chars: list[tuple[str, bool]] = [(c, q) for text, q in pieces for c in text]
-    text = "".join(c for c, _ in chars)
-    if not any(c == "{" and not q for c, q in chars):
-        return [text]
     if len(chars) > MAX_BRACE_CHARS:
         raise TooComplex("a word with braces is too long to expand")
     out = _brace(chars, 0)

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-CHECKED_SHARE = 0.8
+CHECKED_SHARE = 0.7
 
 _local = threading.local()
 

@@ -228,7 +228,9 @@ class CompiledPolicy(CommandJudge):
         for _round in range(3):  # Y=$X after X=rm: a few rounds reach the fixpoint
             budget_mod.check()
             values: dict[str, list[str]] = {}
-            for name, value in script.assigns:
+            for k, (name, value) in enumerate(script.assigns):
+                if not k & 63:
+                    budget_mod.check()
                 vals = values.setdefault(name, [DYN])
                 for alt in expand(value, env, ctx.home).alternatives:
                     vals.append(" ".join(alt))
@@ -278,7 +280,9 @@ class CompiledPolicy(CommandJudge):
         for _round in range(4):  # y=$x after read x: a few rounds reach the fixpoint
             budget_mod.check()
             grew = False
-            for name, value in script.assigns:
+            for k, (name, value) in enumerate(script.assigns):
+                if not k & 255:
+                    budget_mod.check()
                 if name in tainted:
                     continue
                 refs = contexts.referenced(value)

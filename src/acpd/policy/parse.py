@@ -411,9 +411,10 @@ def _command(node: Any, fn: str | None, w: _Walk) -> tuple[SimpleCommand, int]:
     flat = 0
     src = w.source
     children = node.named_children
-    if len(children) > 256:
-        check()
-    for child in children:
+    many = len(children) > 256
+    for k, child in enumerate(children):
+        if many and not k & 255:
+            check()
         kind = child.type
         if kind == "variable_assignment":
             cmd.assigns.append(_assignment(child, w))

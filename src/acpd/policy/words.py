@@ -345,7 +345,7 @@ def expand_segments(text: str, env: Env, home: str) -> Expanded:
     choices: list[list[tuple[str, bool, bool]]] = []
     for seg in segs:
         if isinstance(seg, Lit):
-            if not seg.quoted and any(c in _GLOB_CHARS for c in seg.text):
+            if not seg.quoted and not _GLOB_CHARS.isdisjoint(seg.text):
                 glob = True
             choices.append([(seg.text, seg.quoted, False)])
         elif isinstance(seg, Param):
