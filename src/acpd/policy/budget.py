@@ -9,13 +9,14 @@ the limits of `words` and `braces`) raise `TooComplex`, which ends the same way.
 
 The budget counts the CPU time of the judging thread (`time.thread_time`), so a decision on a
 busy machine or behind other threads waiting for the GIL is not cut short for time it did not
-use; the cheap wall clock is read on every check and the thread's CPU clock only once the wall
-clock says the budget could be spent. The checks stop work at CHECKED_SHARE of the budget, so
-that what runs between two checks and the answer itself fit in the rest.
+use. The thread's CPU clock is read when the decision starts and then only when the cheap wall
+clock says the budget could be spent (wall time never runs slower than CPU time).
+The checks stop work at CHECKED_SHARE of the budget, so that what runs between two checks
+and the answer itself fit in the rest.
 
 Garbage collection is not the command's cost either: a full collection in a large process can
-take tens of milliseconds on whatever thread triggers it, so the CPU time the collector spends
-on the judging thread (measured with `gc.callbacks`) is left out.
+take tens of milliseconds on whatever thread triggers it, so the time the collector spends on
+the judging thread (measured with `gc.callbacks` on the wall clock) is left out.
 
 The state lives in a thread-local so that deep helpers need no extra parameter; one judge
 call sets it and restores the previous one, and judges on other threads have their own.
@@ -43,14 +44,14 @@ class TooComplex(Exception):
 
 
 def _gc_clock(phase: str, _info: dict[str, Any]) -> None:
-    """Account the collector's CPU time to the thread it runs on (while it judges)."""
+    """Account the collector's time to the thread it runs on (while it judges)."""
     current: _Budget | None = getattr(_local, "budget", None)
     if current is None:
         return
     if phase == "start":
-        current.gc_started = time.thread_time()
+        current.gc_started = time.perf_counter()
     elif current.gc_started:
-        current.gc_spent += time.thread_time() - current.gc_started
+        current.gc_spent += time.perf_counter() - current.gc_started
         current.gc_started = 0.0
 
 
@@ -59,7 +60,7 @@ class _Budget:
     cpu_start: float
     allowed: float
     """Seconds of this thread's CPU time the decision may use."""
-    wall_deadline: float
+    next_look: float
     """No check before this wall-clock time can find the budget spent."""
     gc_spent: float = 0.0
     gc_started: float = 0.0
@@ -69,12 +70,10 @@ def start(budget_ms: float) -> _Budget | None:
     """Give this thread's decision `budget_ms`; return the previous budget (restore it with
     `restore`, so that a nested judge keeps the outer one)."""
     previous: _Budget | None = getattr(_local, "budget", None)
-    allowed = max(0.0, budget_ms) * CHECKED_SHARE / 1000.0
-    now = time.perf_counter()
     if previous is not None:
-        _local.budget = previous  # a nested judge spends the outer decision's budget
-        return previous
-    _local.budget = _Budget(time.thread_time(), allowed, now + allowed)
+        return previous  # a nested judge spends the outer decision's budget
+    allowed = max(0.0, budget_ms) * CHECKED_SHARE / 1000.0
+    _local.budget = _Budget(time.thread_time(), allowed, time.perf_counter() + allowed)
     return None
 
 
@@ -85,13 +84,16 @@ def restore(previous: _Budget | None) -> None:
 def expired() -> bool:
     """Has this thread's decision used up its budget? (No budget: never.)"""
     current: _Budget | None = getattr(_local, "budget", None)
-    if current is None or time.perf_counter() <= current.wall_deadline:
+    if current is None:
+        return False
+    now = time.perf_counter()
+    if now <= current.next_look:
         return False
     used = time.thread_time() - current.cpu_start - current.gc_spent
     if used >= current.allowed:
         return True
-    # The wall clock ran ahead of the CPU clock (the thread waited): look again later.
-    current.wall_deadline = time.perf_counter() + (current.allowed - used)
+    # Not spent yet (the thread waited, or the collector ran): look again when it could be.
+    current.next_look = now + (current.allowed - used)
     return False
 
 
