@@ -54,6 +54,8 @@ FROM_A_FILE = [
     "for f in f*; do echo $(( f )); done", "for f in f*; do test -v \"$f\"; done",
     "mapfile -t arr < data.txt; echo $(( arr ))", "mapfile -t arr < data.txt; echo $(( arr[0] ))",
     "IFS= read -r x < data.txt; echo $((x))", "while read -r l; do (( l )); done < data.txt",
+    "xargs -a data.txt -I{} sh -c 'echo {}'", "xargs -a data.txt -I % sh -c 'echo %'",
+    "xargs -a data.txt -i sh -c 'echo {}'", "cat data.txt | xargs -I{} bash -c ': {}'",
 ]
 """A value from a file (written by the model) evaluated as arithmetic or a name: the file
 `data.txt` holds `a[$(touch P)]` and a file is named `f[$(touch P)]`."""

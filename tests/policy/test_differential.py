@@ -191,7 +191,8 @@ def _grammar(w: World) -> list[Callable[[random.Random], str]]:
             "read x < idx.txt; test -v \"$x\"", "read x < idx.txt; printf -v \"$x\" y",
             "read x < idx.txt; declare -n r=$x; echo $r",
             "read x < idx.txt; a=(1); echo ${a[$x]}", "while read -r l; do (( l )); done < idx.txt",
-            "xargs -a idx.txt bash -c 'echo $(( $1 ))' _",
+            "xargs -a idx.txt bash -c 'echo $(( $1 ))' _", "xargs -a idx.txt -I{} sh -c 'echo {}'",
+            "xargs -a idx.txt -I % bash -c ': %'", "cat idx.txt | xargs -i sh -c 'echo {}'",
             "find . -name idx.txt -exec bash -c 'read x < \"$1\"; echo $((x))' _ {} \\;",
         ])
 

@@ -421,6 +421,9 @@ class CompiledPolicy(CommandJudge):
             contexts.check_assignment(name, [value], self.blocked_env, out, f"{first} {name}=")
         if res.argv and res.argv[0] in contexts.ASSIGNERS and res.argv is not argv:
             self._builtin(res.argv, ctx)
+        if res.payloads and _input_in_payload(argv, res.chain):
+            out.add("ask", "wrapper.dynamic", "the shell script is built from input at run "
+                    "time (a replace string of xargs or parallel)")
         for payload in res.payloads:
             self._source(payload, ctx, depth + 1)
         for inner in res.extra_argvs:
@@ -432,6 +435,18 @@ class CompiledPolicy(CommandJudge):
             self._path(w, "write", ctx)
         if res.argv:
             self._command(res.argv, ctx, depth)
+
+def _input_in_payload(argv: list[str], chain: list[str]) -> bool:
+    """`xargs -I{} sh -c 'echo {}'`, `parallel sh -c 'echo {}'`: each input line is pasted
+    into the script before the shell reads it (a line `; rm x` runs `rm x`)."""
+    if "parallel" in chain:
+        return True
+    if "xargs" not in chain:
+        return False
+    return any(a.startswith(("-I", "-i", "--replace", "--rep")) or (
+        a.startswith("-") and not a.startswith("--") and ("I" in a or "i" in a))
+        for a in argv if a.startswith("-"))
+
 
 def _variants(command: str) -> list[str]:
     """The texts to judge: without backslash-newlines (as bash reads it), as written, and
