@@ -259,6 +259,8 @@ class CompiledPolicy(CommandJudge):
             if cmd.function is not None:
                 scope.positional_tainted = True
             words = cmd.words
+            if len(words) > 256:  # `_builtin` asks for so many operands
+                continue
             first = simple_value(words[0]) if words else None
             while first in ("command", "builtin") and len(words) > 1:
                 words = words[1:]
