@@ -320,3 +320,18 @@ async def test_an_ask_rule_asks_through_a_link(tmp_path: Path, secret_ws: Path) 
     result = await kit.pipeline.run("c", "read", {"path": "s2/x.txt"},
                                     env_for(secret_ws, observer))
     assert len(observer.asked) == 1 and result.text == SECRET
+
+
+async def test_always_allow_on_an_outside_read_covers_that_path_only(
+    tmp_path: Path, ws: Path, home: Path
+) -> None:
+    (home / "other.txt").write_text("other\n")
+    kit = toolkit(tmp_path)
+    env = env_for(ws, Observer(["allow_always"]))
+    first = await kit.pipeline.run("c1", "read", {"path": "~/notes.txt"}, env)
+    assert first.error is None and first.text == "outside notes\n"
+    env.observer = observer = Observer(["reject_once"])
+    again = await kit.pipeline.run("c2", "read", {"path": "~/notes.txt"}, env)
+    assert again.error is None and not observer.asked  # remembered for this path
+    other = await kit.pipeline.run("c3", "read", {"path": "~/other.txt"}, env)
+    assert observer.asked and other.error is not None  # asked again, and rejected

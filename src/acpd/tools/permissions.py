@@ -163,7 +163,16 @@ def approval_key(spec: ToolSpec, args: dict[str, Any]) -> str:
     path, what the parser cannot read to the letter) binds to a digest of the exact text, so
     approving `ls` never approves `ls; rm -rf ~` or `python -c '<other code>'`. It never lifts
     a shell policy deny (`decide` checks that first).
+
+    A file tool call that names a path that may lie outside the workspace (absolute, `~`, or
+    with a `..` component: what the path policy asks about) binds to those paths, so "always
+    allow" on reading `/etc/hosts` is not "always allow" on reading anything outside.
     """
+    paths = [args.get(f) for f in ("path", "source", "destination")]
+    named = [p for p in paths if isinstance(p, str)]
+    if any(p.startswith(("/", "~")) or ".." in p.split("/") for p in named):
+        digest = hashlib.sha256("\0".join(named).encode("utf-8", "surrogatepass")).hexdigest()
+        return f"{spec.id}#paths:{digest[:32]}"
     command = args.get("command")
     if isinstance(command, str):
         from acpd.policy.binaries import single_binary
