@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import re
 from pathlib import Path
 
 import pytest
@@ -117,13 +117,38 @@ HOSTILE = [
     r".*.*.*=.*",
     r"(a|a?)+b",
     r"(\d+)*\d{3}$",
+    r"(\w|\d)+$",
 ]
+"""Catastrophic on a backtracking engine; linear on RE2, so they are accepted and run."""
 
 
 @pytest.mark.parametrize("pattern", HOSTILE)
-def test_catastrophic_patterns_are_rejected(pattern: str) -> None:
-    with pytest.raises(UnsafePatternError, match="backtrack"):
+def test_catastrophic_shapes_run_linear_and_agree_with_re(pattern: str) -> None:
+    compiled = compile_pattern(pattern)
+    reference = re.compile(pattern)
+    for text in ("a" * 12 + "!", "aaa", "x=1", "xxxy", "a" * 10 + "b", "12345", "Ab.Cd"):
+        assert (compiled.search(text) is None) == (reference.search(text) is None), text
+    hostile = "a" * 200_000 + "!"
+    assert (compiled.search(hostile) is None) == (pattern not in (r"(.*a){12}", r"(\w+\s?)*$"))
+
+
+@pytest.mark.parametrize("pattern", [r"(a)\1", r"(?<=a)b", r"(?=x)", r"(?(1)a|b)", "(unclosed"])
+def test_patterns_re2_cannot_run_are_refused(pattern: str) -> None:
+    with pytest.raises(UnsafePatternError, match=r"RE2|invalid"):
         compile_pattern(pattern)
+
+
+def test_word_or_digit_rule_on_a_1_mb_line_gives_the_right_answer() -> None:
+    """Issue 15: `(\\w|\\d)+$` froze the daemon for 31 s on long output. The whole line is
+    matched (not a prefix), so the answer is the true one."""
+    text = VALID.replace("strip_noise", "keep_matching").replace("^progress", r"(\w|\d)+$")
+    filters = build_filter_set(text)
+    assert "my-tool" in {r.name for r in filters.rules}
+    rule = next(r for r in filters.rules if r.name == "my-tool")
+    no_match = "a" * 1_000_000 + "!"
+    match = "b" * 1_000_000
+    kept = rule.stages[0].apply([no_match, match, "short!"], Budget(60.0))
+    assert kept.lines == [match]
 
 
 SAFE = [
@@ -148,12 +173,10 @@ def test_hostile_rule_does_not_hang_the_daemon() -> None:
         "mytool", "oktool"
     )
     filters = build_filter_set(text)
-    assert "my-tool" not in {r.name for r in filters.rules}
     hostile_output = ("a" * 40 + "!\n") * 200
-    started = time.monotonic()
     result = filters.apply("mytool run", hostile_output, 0)
-    assert time.monotonic() - started < 5  # generous: without the check this never ends
-    assert result.rule_name is None and result.text == hostile_output.rstrip("\n")
+    assert "ok" in {r.name for r in filters.rules}
+    assert result.text.splitlines() == hostile_output.rstrip("\n").splitlines()
 
 
 def test_budget_stops_a_slow_rule_and_falls_back() -> None:

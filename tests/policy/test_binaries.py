@@ -43,6 +43,11 @@ def test_one_plain_program_binds_to_the_program(command: str, binary: str) -> No
         "ls $(pwd)",  # substitution
         "if true; then ls; fi",  # compound
         "ls \U0010ffff",  # never parsed
+        "git stash clear",  # destructive forms never share the program's approval
+        "git branch -D x",
+        "git checkout -- .",
+        "git reset --hard",
+        "date -s 12:00",
     ],
 )
 def test_anything_else_binds_to_the_exact_text(command: str) -> None:

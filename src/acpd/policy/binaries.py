@@ -48,5 +48,21 @@ def single_binary(command: str) -> str | None:
     programs = [*resolved.chain, resolved.argv[0]]
     if any("/" in name or name in INTERPRETERS for name in programs):
         return None  # a path can name any file; an interpreter runs whatever it is given
+    if _destructive(resolved.argv):
+        return None  # approving `git push` once must not approve `git stash clear` later
     # The wrappers are part of the key: approving `ls` must not approve `sudo ls`.
     return ">".join(programs)
+
+
+def _destructive(argv: list[str]) -> bool:
+    """A form the argument spec or the git checks mark as destroying work or history."""
+    from acpd.policy.checks import CheckContext, git_destructive
+    from acpd.policy.programs import known, model
+
+    name, args = argv[0], argv[1:]
+    if not known(name):
+        return False
+    found = model(name, args)
+    if found is not None and any(v != "allow" for v, _, _ in found.findings):
+        return True
+    return name == "git" and git_destructive(name, args, CheckContext("/", ("/",)))

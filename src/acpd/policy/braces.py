@@ -5,53 +5,60 @@ from __future__ import annotations
 
 import re
 
+from acpd.policy.budget import TooComplex, check
+
 MAX_BRACE_WORDS = 64
 MAX_BRACE_DEPTH = 8
+MAX_BRACE_CHARS = 1024
 
 
 def brace_expand(pieces: list[tuple[str, bool]]) -> list[str]:
-    """Bash brace expansion over the unquoted parts of a field (bounded)."""
+    """Bash brace expansion over the unquoted parts of a field (bounded). Raises TooComplex
+    for a field with braces longer than MAX_BRACE_CHARS (the judge asks)."""
+    if not any(not q and "{" in text for text, q in pieces):
+        return ["".join(text for text, _ in pieces)]
     chars: list[tuple[str, bool]] = [(c, q) for text, q in pieces for c in text]
-    text = "".join(c for c, _ in chars)
-    if not any(c == "{" and not q for c, q in chars):
-        return [text]
+    if len(chars) > MAX_BRACE_CHARS:
+        raise TooComplex("a word with braces is too long to expand")
     out = _brace(chars, 0)
     if len(out) > MAX_BRACE_WORDS:
         return out[:MAX_BRACE_WORDS]
     return out
 
 
+def _pairs(chars: list[tuple[str, bool]]) -> list[tuple[int, int, list[int]]]:
+    """Every balanced unquoted `{...}` as (start, end, top-level comma positions), by start;
+    one pass with a stack (8,000 nested braces cost 8,000 steps, not 8,000 scans)."""
+    stack: list[tuple[int, list[int]]] = []
+    pairs: list[tuple[int, int, list[int]]] = []
+    for j, (c, q) in enumerate(chars):
+        if q:
+            continue
+        if c == "{":
+            stack.append((j, []))
+        elif c == "}" and stack:
+            start, commas = stack.pop()
+            pairs.append((start, j, commas))
+        elif c == "," and stack:
+            stack[-1][1].append(j)
+    pairs.sort()
+    return pairs
+
+
 def _brace(chars: list[tuple[str, bool]], depth: int) -> list[str]:
+    check()
     if depth > MAX_BRACE_DEPTH:
         return ["".join(c for c, _ in chars)]
-    n = len(chars)
-    for start in range(n):
-        if chars[start] != ("{", False):
-            continue
-        level, commas, end = 0, [], -1
-        for j in range(start, n):
-            c, q = chars[j]
-            if q:
-                continue
-            if c == "{":
-                level += 1
-            elif c == "}":
-                level -= 1
-                if level == 0:
-                    end = j
-                    break
-            elif c == "," and level == 1:
-                commas.append(j)
-        if end < 0:
-            break
+    for start, end, commas in _pairs(chars):
         prefix, suffix = chars[:start], chars[end + 1 :]
-        inner = "".join(c for c, _ in chars[start + 1 : end])
         options: list[list[tuple[str, bool]]]
         if commas:
             bounds = [start, *commas, end]
             options = [chars[bounds[k] + 1 : bounds[k + 1]] for k in range(len(bounds) - 1)]
         else:
-            seq = _sequence(inner)
+            if end - start > 64:
+                continue
+            seq = _sequence("".join(c for c, _ in chars[start + 1 : end]))
             if seq is None:
                 continue
             options = [[(c, True) for c in item] for item in seq]

@@ -192,3 +192,147 @@ CHECKS: dict[str, Check] = {
     "push-not-origin": push_not_origin,
     "git-config-write": git_config_write,
 }
+
+
+# ---- git destruction, push deletions, system state (issue 15, classes 7 and 9) -------------
+
+_DESTRUCTIVE_ALWAYS = frozenset({"restore", "rebase", "filter-branch", "filter-repo", "replace",
+                                 "prune"})
+
+
+def _git_sub(args: list[str]) -> tuple[str | None, list[str]]:
+    from acpd.policy.programs.git import GLOBAL
+    from acpd.policy.programs.spec import Model, parse_argv
+
+    parsed = parse_argv(GLOBAL, args, Model("git"))
+    pos = list(parsed.positionals)
+    return (pos[0], pos[1:]) if pos else (None, [])
+
+
+def git_destructive(name: str, args: list[str], ctx: CheckContext) -> bool:
+    """Git forms that discard work or history without `--force` in their name."""
+    from acpd.policy.programs import model
+
+    sub, rest = _git_sub(args)
+    if sub is None:
+        return False
+    if sub in _DESTRUCTIVE_ALWAYS:
+        return True
+    m = model("git", args)
+    if m is not None and any(v == "ask" and r in ("spec.git", "git.destructive")
+                             for v, r, _ in m.findings):
+        return True
+    opts = [a for a in rest if a.startswith("-")]
+    pos = [a for a in rest if not a.startswith("-")]
+    if sub == "checkout":
+        if "--" in rest or any(option_is(o, ("-f", "--force", "--merge", "-m", "-p",
+                                             "--patch", "--ours", "--theirs", "-B",
+                                             "--overwrite-ignore")) for o in opts):
+            return True
+        if any(o in ("-b", "--orphan") or o.startswith("-b") for o in opts):
+            return False
+        return any(p == "." or os.path.lexists(os.path.join(ctx.cwd, p)) for p in pos)
+    if sub == "reset":
+        return any(option_is(o, ("--hard", "--merge", "--keep")) for o in opts)
+    if sub == "gc":
+        return any(option_is(o.partition("=")[0], ("--prune", "--aggressive")) for o in opts)
+    if sub == "update-ref":
+        return any(option_is(o, ("-d", "--stdin", "--no-deref")) for o in opts)
+    if sub in ("worktree", "notes"):
+        return bool(pos) and pos[0] in ("remove", "prune", "move")
+    if sub == "symbolic-ref":
+        return any(option_is(o, ("-d", "--delete")) for o in opts)
+    return False
+
+
+def option_is(word: str, names: tuple[str, ...]) -> bool:
+    """`word` (as written, `=value` stripped) is one of `names`, a long prefix included, or a
+    short cluster holding one of the short names."""
+    from acpd.policy.argspec import option_matches
+
+    head = word.partition("=")[0]
+    for spec in names:
+        if option_matches(spec, head):
+            return True
+        if len(spec) == 2 and head.startswith("-") and not head.startswith("--") and \
+                spec[1] in head[1:]:
+            return True
+    return False
+
+
+def push_deletes(name: str, args: list[str], ctx: CheckContext) -> bool:
+    sub, rest = _git_sub(args)
+    if sub != "push":
+        return False
+    sc = scan(rest, _PUSH_VALUES)
+    if any(option_is(o, ("-d", "--delete", "--prune")) for o, _ in sc.options):
+        return True
+    return any(p.startswith(":") or p.startswith("+:") for p in sc.positionals[1:])
+
+
+_SYSTEMCTL_READ = frozenset({"status", "show", "cat", "list-units", "list-unit-files",
+                             "list-sockets", "list-timers", "list-jobs", "list-dependencies",
+                             "list-machines", "is-active", "is-enabled", "is-failed",
+                             "is-system-running", "help", "get-default", "show-environment"})
+_IP_WRITE = frozenset({"add", "del", "delete", "set", "change", "replace", "flush", "append",
+                       "prepend", "exec", "attach", "detach", "save", "restore", "update",
+                       "up", "down", "load", "unload"})
+_ALWAYS_STATE = frozenset({"shutdown", "reboot", "poweroff", "halt", "init", "telinit",
+                           "setenforce", "modprobe", "insmod", "rmmod", "swapon", "swapoff",
+                           "umount", "iptables-restore", "update-grub", "grub-install",
+                           "efibootmgr", "ntpdate", "losetup", "zramctl", "brctl", "tc",
+                           "rfkill", "loginctl"})
+
+
+def system_state(name: str, args: list[str], ctx: CheckContext) -> bool:
+    """Does `name args` change the machine's state (clock, network, services, mounts...)?"""
+    pos = [a for a in args if not a.startswith("-")]
+    opts = [a for a in args if a.startswith("-")]
+    if name in _ALWAYS_STATE:
+        return not (name in ("loginctl", "rfkill", "losetup", "zramctl", "tc", "brctl")
+                    and (not pos or pos[0] in ("list", "show", "list-sessions", "list-users",
+                                               "show-session", "show-user", "session-status",
+                                               "user-status")))
+    if name == "sysctl":
+        return bool(any("=" in p for p in pos) or any(option_is(o, (
+            "-w", "--write", "-p", "--load", "--system")) for o in opts))
+    if name == "ip":
+        return any(p in _IP_WRITE for p in pos)
+    if name == "systemctl":
+        return bool(pos) and pos[0] not in _SYSTEMCTL_READ
+    if name == "service":
+        return len(pos) >= 2 and pos[1] != "status"
+    if name in ("timedatectl", "hostnamectl", "localectl"):
+        return any(p.startswith("set-") for p in pos)
+    if name == "mount":
+        return bool(pos) or any(option_is(o, ("-a", "--all", "--bind", "--move")) for o in opts)
+    if name == "hwclock":
+        return any(option_is(o, ("--set", "-w", "--systohc", "-s", "--hctosys", "--adjust",
+                                 "--systz")) for o in opts)
+    if name == "nmcli":
+        return any(p in ("on", "off", "up", "down", "connect", "disconnect", "add", "delete",
+                         "modify", "reload", "hostname", "reapply", "set", "edit", "import")
+                   for p in pos)
+    if name in ("ifconfig", "route"):
+        return len(pos) >= 2 or any(p in ("add", "del", "delete", "flush") for p in pos)
+    if name in ("iptables", "ip6tables"):
+        return not all(option_is(o, ("-L", "--list", "-S", "--list-rules", "-n", "-v", "-t",
+                                     "--numeric", "--verbose", "--table", "--line-numbers"))
+                       for o in opts) or not opts
+    if name == "nft":
+        return not pos or pos[0] not in ("list", "describe")
+    if name == "ethtool":
+        return any(o.startswith("-s") or o.startswith("-K") or o.startswith("--change")
+                   or o in ("-A", "-G", "-L", "-C", "-E", "-f", "-r", "-p", "-W")
+                   for o in opts)
+    if name == "chronyc":
+        return any(p in ("settime", "makestep", "burst", "offline", "online", "add", "delete")
+                   for p in pos)
+    return True
+
+
+CHECKS.update({
+    "git-destructive": git_destructive,
+    "push-deletes": push_deletes,
+    "system-state": system_state,
+})

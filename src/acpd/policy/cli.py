@@ -2,7 +2,10 @@
 
 The arguments are declared in `cli_args.py`, which imports nothing heavy: the daemon's
 parser includes them on every start, `serve` included.
-Exit codes of `check`: 0 allow, 1 ask, 2 deny, 3 the policy could not be loaded.
+Exit codes of `check`: 0 allow, 1 ask, 2 deny, 3 the policy could not be loaded; every action
+exits 3 when the policy (or `test`'s corpus) cannot be read and 4 on any other failure, with
+one line on stderr and never a traceback. Judging itself never fails: an input too large,
+too deep or too slow to judge is ask or deny with a reason (exit 1 or 2).
 """
 
 from __future__ import annotations
@@ -18,12 +21,38 @@ from typing import Any, TextIO
 from acpd.policy.decision import RANK
 from acpd.policy.engine import CompiledPolicy
 from acpd.policy.reload import PolicyHandle
-from acpd.policy.rules import Trust
+from acpd.policy.rules import PolicyError, Trust
 
 EXIT = {"allow": 0, "ask": 1, "deny": 2}
 
 
+EXIT_POLICY = 3
+"""The policy could not be loaded (or, for `test`, the corpus could not be read)."""
+EXIT_INTERNAL = 4
+"""The command failed for another reason; the message says which (never a traceback)."""
+
+
 def run(args: argparse.Namespace) -> int:
+    """Run one `acpd policy ...` action. Never raises for bad input: the error is printed
+    on one line to stderr and the exit code says what failed (see the module docstring)."""
+    try:
+        return _run(args)
+    except PolicyError as exc:
+        print(f"acpd policy: {exc}", file=sys.stderr)
+        return EXIT_POLICY
+    except CorpusError as exc:
+        print(f"acpd policy test: {exc}", file=sys.stderr)
+        return EXIT_POLICY
+    except (OSError, ValueError, RecursionError, MemoryError) as exc:
+        print(f"acpd policy: {type(exc).__name__}: {exc}"[:2000], file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+class CorpusError(Exception):
+    """A corpus file that cannot be read or has a bad line."""
+
+
+def _run(args: argparse.Namespace) -> int:
     plugins = [Path(p) for p in getattr(args, "plugins", [])]
     config = Path(args.config) if getattr(args, "config", None) else None
     if args.policy_command == "check":
@@ -31,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         if words and words[0] == "--":
             words = words[1:]
         return check(" ".join(words) if len(words) != 1 else words[0], config=config,
-                     cwd=args.cwd, as_json=args.json, trust=args.trust, plugin_dirs=plugins)
+                     cwd=args.cwd, as_json=args.json, trust=args.trust, plugin_dirs=plugins,
+                     sandboxed=getattr(args, "sandboxed", False))
     if args.policy_command == "explain":
         return explain(config=config, plugin_dirs=plugins, as_json=args.json)
     return test_corpus(Path(args.file), config=config, plugin_dirs=plugins,
@@ -48,14 +78,15 @@ def _handle(config: Path | None, plugin_dirs: list[Path], err: TextIO) -> Policy
 def check(command: str, *, config: Path | None = None, cwd: str | None = None,
           as_json: bool = False, trust: Trust | None = None,
           plugin_dirs: list[Path] | None = None, out: TextIO | None = None,
-          err: TextIO | None = None) -> int:
+          err: TextIO | None = None, sandboxed: bool = False) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     handle = _handle(config, plugin_dirs or [], err)
     if config is not None and handle.last_report.kept_last_good:
         return 3
     workdir = os.path.abspath(cwd or os.getcwd())
-    decision = handle.judge(command, cwd=workdir, roots=(workdir,), trust=trust)
+    decision = handle.judge(command, cwd=workdir, roots=(workdir,), trust=trust,
+                            sandboxed=sandboxed)
     if as_json:
         print(json.dumps(decision.to_json()), file=out)
     else:
@@ -146,13 +177,36 @@ def run_corpus(policy: CompiledPolicy, lines: list[dict[str, Any]],
             "failures": failures}
 
 
+def read_corpus(path: Path) -> list[dict[str, Any]]:
+    """The corpus lines (objects with a string `cmd` and an `expect` verdict). Raises
+    CorpusError naming the file and line."""
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CorpusError(f"{path}: cannot read ({exc})") from None
+    lines: list[dict[str, Any]] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            item = json.loads(raw)
+        except ValueError as exc:
+            raise CorpusError(f"{path}:{number}: not JSON ({exc})") from None
+        if not (isinstance(item, dict) and isinstance(item.get("cmd"), str)
+                and item.get("expect") in EXIT):
+            raise CorpusError(f"{path}:{number}: needs a string `cmd` and an `expect` of "
+                              "allow, ask or deny")
+        lines.append(item)
+    return lines
+
+
 def test_corpus(path: Path, *, config: Path | None = None,
                 plugin_dirs: list[Path] | None = None, verbose: bool = False,
                 out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     handle = _handle(config, plugin_dirs or [], err)
-    lines = [json.loads(x) for x in path.read_text("utf-8").splitlines() if x.strip()]
+    lines = read_corpus(path)
     res = run_corpus(handle.current, lines, corpus_workspace())
 
     def rate(ok: int, n: int) -> str:

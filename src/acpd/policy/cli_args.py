@@ -27,6 +27,8 @@ def register(sub: Any) -> argparse.ArgumentParser:
     check_p.add_argument("--cwd", help="working directory / workspace (default: .)")
     check_p.add_argument("--trust", choices=TRUST_CHOICES, help="override the trust level")
     check_p.add_argument("--json", action="store_true", help="print the decision as JSON")
+    check_p.add_argument("--sandboxed", action="store_true",
+                         help="judge as if the command runs in the kernel sandbox")
     check_p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- COMMAND...")
 
     explain_p = psub.add_parser("explain", help="show the merged policy and rule sources")

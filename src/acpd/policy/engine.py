@@ -12,31 +12,29 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from acpd.policy import budget as budget_mod
+from acpd.policy import contexts
 from acpd.policy import parse as parse_mod
-from acpd.policy.argspec import Scan, path_args, scan, spec_for
-from acpd.policy.blocklist import BLOCKED_BUILTINS, SHELLS, env_blocked, word_findings
-from acpd.policy.checks import CHECKS, CheckContext
+from acpd.policy.blocklist import word_findings
+from acpd.policy.checks import CheckContext
+from acpd.policy.commands import CommandJudge
 from acpd.policy.decision import Decision, Findings, Verdict
-from acpd.policy.rulematch import GLOB, CompiledRule, compile_rule, rule_matches
+from acpd.policy.rulematch import CompiledRule, compile_rule
 from acpd.policy.rules import Policy, PolicyError, Trust
 from acpd.policy.sandbox import (
     PathRules,
     compile_patterns,
-    inside,
     judge_path,
     normalized_roots,
 )
 from acpd.policy.text import check_text, nfkc_variant, strip_line_continuations
-from acpd.policy.words import DYN, PLAIN, Env, expand, simple_value
-from acpd.policy.wrappers import WRAPPERS, unwrap
+from acpd.policy.words import DYN, PLAIN, Env, expand, expand_segments, simple_value
+from acpd.policy.wrappers import DETACHING, WRAPPERS, unwrap
 
 MAX_DEPTH = 6
 MAX_COMMANDS = 2000
 MAX_ARGV_COMBOS = 16
-SYSTEM_BIN = ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin",
-              "/opt/homebrew/bin")
-_PATH_COMMANDS = frozenset({"dd", "find"})
-_GIT_OBJECT_READERS = frozenset({"show", "cat-file", "diff", "difftool", "archive", "blame"})
+MAX_PATH_CHARS = 4096
 _SAFE_REDIRECT_TARGET = re.compile(r"^(\d+|-)$")
 _plain = PLAIN.fullmatch
 
@@ -54,9 +52,11 @@ class _Ctx:
     only_rule: CompiledRule | None = None
     matched_only: bool = False
     cctx: CheckContext | None = None
+    sandboxed: bool = False
+    scope: contexts.Scope = field(default_factory=contexts.Scope)
 
 
-class CompiledPolicy:
+class CompiledPolicy(CommandJudge):
     """An immutable, validated policy ready to judge commands."""
 
     def __init__(self, policy: Policy) -> None:
@@ -96,9 +96,19 @@ class CompiledPolicy:
     # -- public ---------------------------------------------------------------------------
 
     def judge(self, command: str, *, cwd: str, roots: tuple[str, ...] | None = None,
-              trust: Trust | None = None, home: str | None = None) -> Decision:
-        """Judge a bash command line that would run in `cwd` with workspace `roots`."""
-        out = self._judge(command, cwd, roots, trust, home, None)
+              trust: Trust | None = None, home: str | None = None,
+              sandboxed: bool = False, budget_ms: float | None = None) -> Decision:
+        """Judge a bash command line that would run in `cwd` with workspace `roots`;
+        `sandboxed`: it will run confined by the kernel sandbox (docs/policy.md).
+        `budget_ms` (default `[policy] budget_ms`, 50): past it the decision stops and is at
+        least ask (rule `input.over-budget`); never raises for any input."""
+        budget = self.settings.budget_ms if budget_ms is None else budget_ms
+        parse_mod.warm()  # loading tree-sitter (first call only) is not the command's cost
+        previous = budget_mod.start(budget)
+        try:
+            out = self._judge(command, cwd, roots, trust, home, None, sandboxed=sandboxed)
+        finally:
+            budget_mod.restore(previous)
         return Decision(out.verdict, tuple(out.reasons), tuple(out.rules), self.hash)
 
     def rule_matches(self, rule: CompiledRule, command: str, cwd: str,
@@ -125,25 +135,27 @@ class CompiledPolicy:
         return rules
 
     def _judge(self, command: str, cwd: str, roots: tuple[str, ...] | None,
-               trust: Trust | None, home: str | None, only: CompiledRule | None) -> Findings:
+               trust: Trust | None, home: str | None, only: CompiledRule | None, *,
+               sandboxed: bool = False) -> Findings:
         out = Findings()
         home = home or self._home
         cwd = self._norm_cwd(cwd)
         roots = normalized_roots(roots or (cwd,))
         level: Trust = trust or self.settings.trust
-        ctx = _Ctx(cwd, roots, home, level, self._path_rules(roots, home), out, only_rule=only)
-        if not check_text(command, self.settings.max_command_bytes, out):
-            return out
-        stripped = strip_line_continuations(command)
-        variants = [stripped] if stripped == command else [stripped, command]
-        if not command.isascii():  # an ASCII text (and what is stripped of it) is NFKC
-            for v in list(variants):
-                norm = nfkc_variant(v)
-                if norm is not None and norm not in variants:
-                    variants.append(norm)
-        for source in variants:
-            ctx.cwds = [cwd]
-            self._source(source, ctx, 0)
+        ctx = _Ctx(cwd, roots, home, level, self._path_rules(roots, home), out, only_rule=only,
+                   sandboxed=sandboxed)
+        try:
+            if not check_text(command, self.settings.max_command_bytes, out):
+                return out
+            for source in _variants(command):
+                ctx.cwds = [cwd]
+                ctx.scope = contexts.Scope()
+                self._source(source, ctx, 0)
+        except budget_mod.OverBudget:
+            out.add("ask", "input.over-budget", "the command took too long to judge (over the "
+                    f"{self.settings.budget_ms} ms budget); it was not found safe")
+        except (budget_mod.TooComplex, RecursionError) as exc:
+            out.add("ask", "input.too-complex", f"the command is too complex to judge ({exc})")
         if only is None and self._deny_globs:
             text = command.lower()
             for regex, rule in self._deny_globs:
@@ -170,8 +182,11 @@ class CompiledPolicy:
         if depth > MAX_DEPTH:
             out.add("deny", "input.too-deep", "shell payloads nested too deeply")
             return
+        budget_mod.check()
         try:
             script = parse_mod.parse(source)
+        except (budget_mod.OverBudget, budget_mod.TooComplex):
+            raise
         except Exception as exc:  # the parser must never let a command through
             out.add("deny", "input.parser-failed", f"parser failed: {type(exc).__name__}")
             return
@@ -184,8 +199,19 @@ class CompiledPolicy:
         for rule_id, reason in script.blocked:
             out.add("deny", rule_id, f"blocked: {reason}")
         env = self._env(script, ctx)
-        for name, value in script.assigns:
+        self._scope(script, env, ctx, depth)
+        for k, (name, value) in enumerate(script.assigns):
+            if not k & 63:
+                budget_mod.check()
             self._assignment(name, value, env, ctx)
+        for name in script.for_vars:
+            contexts.check_assignment(name, [DYN], self.blocked_env, out, "for/select")
+            if name in ctx.scope.namerefs:
+                out.add("ask", "context.nameref-loop", f"a loop over the name reference {name}")
+        for k, (kind, text, fn) in enumerate(script.evals):
+            if not k & 63:
+                budget_mod.check()
+            self._eval(kind, text, fn, env, ctx, depth)
         if script.functions:
             ctx.functions |= set(script.functions)
         if script.functions and _recursive(script.functions):
@@ -200,8 +226,11 @@ class CompiledPolicy:
             return base
         env: Env = dict(base)
         for _round in range(3):  # Y=$X after X=rm: a few rounds reach the fixpoint
+            budget_mod.check()
             values: dict[str, list[str]] = {}
-            for name, value in script.assigns:
+            for k, (name, value) in enumerate(script.assigns):
+                if not k & 63:
+                    budget_mod.check()
                 vals = values.setdefault(name, [DYN])
                 for alt in expand(value, env, ctx.home).alternatives:
                     vals.append(" ".join(alt))
@@ -218,15 +247,90 @@ class CompiledPolicy:
             env = nxt
         return env
 
+    def _scope(self, script: parse_mod.Script, env: Env, ctx: _Ctx, depth: int) -> None:
+        """Which variables hold values from outside the command line (see `contexts`)."""
+        scope = ctx.scope
+        if depth > 0:
+            scope.positional_tainted = True
+        tainted = scope.tainted
+        for k, cmd in enumerate(script.commands):
+            if not k & 255:
+                budget_mod.check()
+            if cmd.function is not None:
+                scope.positional_tainted = True
+            words = cmd.words
+            if len(words) > 256:  # `_builtin` asks for so many operands
+                continue
+            first = simple_value(words[0]) if words else None
+            while first in ("command", "builtin") and len(words) > 1:
+                words = words[1:]
+                first = simple_value(words[0])
+            if first not in contexts.ASSIGNERS:
+                continue
+            argv = [first, *(expand(w, env, ctx.home).alternatives[0][0]
+                             if len(expand(w, env, ctx.home).alternatives[0]) == 1 else DYN
+                             for w in words[1:])]
+            ops = contexts.builtin_operands(argv)
+            scope.integer = scope.integer or ops.integer
+            scope.namerefs.update(contexts.var_name(n) for n in ops.namerefs)
+            if ops.tainting:
+                tainted.update(contexts.var_name(a) for a in ops.assigned if DYN not in a)
+        for name, words in script.for_vars.items():
+            if any(expand(w, env, ctx.home).dynamic or expand(w, env, ctx.home).glob
+                   for w in words):
+                tainted.add(name)
+        for _round in range(4):  # y=$x after read x: a few rounds reach the fixpoint
+            budget_mod.check()
+            grew = False
+            for k, (name, value) in enumerate(script.assigns):
+                if not k & 255:
+                    budget_mod.check()
+                if name in tainted:
+                    continue
+                refs = contexts.referenced(value)
+                if refs & tainted or "`" in value or "$(" in value or (
+                        scope.positional_tainted and contexts.has_positional(value)):
+                    tainted.add(name)
+                    grew = True
+            if not grew:
+                break
+
+    def _eval(self, kind: str, text: str, fn: str | None, env: Env, ctx: _Ctx,
+              depth: int) -> None:
+        """A context where bash evaluates text again (arithmetic, subscripts, `${...}`)."""
+        scope = ctx.scope
+        if fn is not None:
+            scope.positional_tainted = True
+        if kind == "expansion":
+            arith = contexts.check_expansion(text, scope, self.blocked_env, ctx.out, env)
+            if arith is None:
+                return
+            text = arith
+        values = [" ".join(alt) for alt in expand_segments(text, env, ctx.home).alternatives]
+        contexts.check_arith_source(text, scope, self.blocked_env, ctx.out, values)
+
     def _assignment(self, name: str, value: str, env: Env, ctx: _Ctx) -> None:
-        if env_blocked(name, self.blocked_env):
-            ctx.out.add("deny", "blocklist.env", f"assignment to {name} is blocked")
-        for alt in expand(value, env, ctx.home).alternatives:
+        var = contexts.var_name(name)
+        alternatives = expand(value, env, ctx.home).alternatives
+        values = [" ".join(alt) for alt in alternatives]
+        contexts.check_assignment(var, values, self.blocked_env, ctx.out, "an assignment")
+        for alt in alternatives:
             for word in alt:
                 for rule_id, reason in word_findings(word):
                     ctx.out.add("deny", rule_id, f"blocked: {reason}")
+        if ctx.scope.integer:  # `declare -i x` makes every `x=...` arithmetic
+            contexts.check_arith_source(value, ctx.scope, self.blocked_env, ctx.out, values,
+                                        how="an integer assignment")
+        if var in ctx.scope.namerefs:
+            for v in values:
+                contexts.check_name_operand(v, ctx.scope, self.blocked_env, ctx.out,
+                                            assigned=True, how=f"the name reference {var}")
 
     def _simple(self, cmd: parse_mod.SimpleCommand, env: Env, ctx: _Ctx, depth: int) -> None:
+        budget_mod.check()
+        if cmd.background and not ctx.sandboxed and ctx.only_rule is None:
+            ctx.out.add("ask", "escape.background", "a background job (`&`) can outlive the "
+                        "command and its kill")
         for red in cmd.redirects:
             if red.kind != "file" or red.target is None:
                 continue
@@ -246,17 +350,7 @@ class CompiledPolicy:
         if None not in values:  # every word has exactly one value: argv is known
             self._argv(values, ctx, depth, in_function=cmd.function)  # type: ignore[arg-type]
             return
-        expanded = [expand(w, env, ctx.home) for w in words]
-        combos: list[list[str]] = [[]]
-        for exp in expanded:
-            nxt: list[list[str]] = []
-            for base in combos:
-                for alt in exp.alternatives:
-                    nxt.append([*base, *alt])
-                    if len(nxt) >= MAX_ARGV_COMBOS:
-                        break
-            combos = nxt[:MAX_ARGV_COMBOS]
-        for argv in combos:
+        for argv in _combos(words, env, ctx.home):
             if not argv:
                 ctx.out.add("ask", "command.dynamic", "the command name expands to nothing")
                 continue
@@ -269,19 +363,51 @@ class CompiledPolicy:
     def _path(self, raw: str, mode: str, ctx: _Ctx, *, redirect: bool = False) -> None:
         if ctx.only_rule is not None:
             return
+        budget_mod.check()
+        if len(raw) > MAX_PATH_CHARS:  # no file has such a name (ENAMETOOLONG)
+            ctx.out.add("ask", "path.too-long", f"a {mode} path of {len(raw)} characters")
+            return
         for cwd in ctx.cwds:
-            hit = judge_path(raw, mode, cwd, ctx.paths, redirect=redirect, cached=True)
+            hit = judge_path(raw, mode, cwd, ctx.paths, redirect=redirect)
             if hit is not None:
                 ctx.out.add(*hit)
 
+    def _builtin(self, argv: list[str], ctx: _Ctx) -> None:
+        """A builtin that assigns, names or evaluates variables (see `contexts`)."""
+        if len(argv) > 256:
+            ctx.out.add("ask", "context.too-many-operands",
+                        f"{argv[0]} with {len(argv) - 1} operands is not judged one by one")
+            return
+        ops = contexts.builtin_operands(argv)
+        scope, extra, out, name = ctx.scope, self.blocked_env, ctx.out, argv[0]
+        for operand in ops.assigned:
+            contexts.check_name_operand(operand, scope, extra, out, assigned=True, how=name)
+        for operand in ops.names:
+            contexts.check_name_operand(operand, scope, extra, out, assigned=False, how=name)
+        for value in ops.name_values:
+            contexts.check_name_operand(value, scope, extra, out, assigned=True,
+                                        how=f"{name} -n")
+        for value in ops.arith:
+            contexts.check_arith_value(value, scope, extra, out, how=name,
+                                       dynamic_asks=name != "[[")
+
     def _argv(self, argv: list[str], ctx: _Ctx, depth: int, in_function: str | None) -> None:
         out = ctx.out
-        for word in argv:
+        bracket = False
+        for k, word in enumerate(argv):
+            if not k & 255:
+                budget_mod.check()
             if "[" in word or "/dev/" in word:
                 self._word_checks(word, ctx)
+                bracket = True
+        if bracket and len(argv) > 1:
+            # tree-sitter can split what bash reads as one word (`a[\$\(id\ x\)]`)
+            self._word_checks(" ".join(argv), ctx)
         if not argv:
             return
         first = argv[0]
+        if first in contexts.ASSIGNERS:
+            self._builtin(argv, ctx)
         if (first.rpartition("/")[2] if "/" in first else first) not in WRAPPERS:
             self._command(argv, ctx, depth)  # what unwrap would hand back unchanged
             return
@@ -289,11 +415,17 @@ class CompiledPolicy:
         for layer in res.chain:
             if layer in self.blocked:
                 out.add("deny", f"blocklist.command.{layer}", f"blocked command {layer}")
+            if layer in DETACHING and not ctx.sandboxed and ctx.only_rule is None:
+                out.add("ask", "escape.detach", f"{layer} lets the command outlive its kill")
         for verdict, rule_id, reason in res.findings:
             out.add(verdict, rule_id, reason)
-        for name, _value in res.assigns:
-            if env_blocked(name, self.blocked_env):
-                out.add("deny", "blocklist.env", f"assignment to {name} is blocked")
+        for name, value in res.assigns:
+            contexts.check_assignment(name, [value], self.blocked_env, out, f"{first} {name}=")
+        if res.argv and res.argv[0] in contexts.ASSIGNERS and res.argv is not argv:
+            self._builtin(res.argv, ctx)
+        if res.payloads and _input_in_payload(argv, res.chain):
+            out.add("ask", "wrapper.dynamic", "the shell script is built from input at run "
+                    "time (a replace string of xargs or parallel)")
         for payload in res.payloads:
             self._source(payload, ctx, depth + 1)
         for inner in res.extra_argvs:
@@ -306,185 +438,56 @@ class CompiledPolicy:
         if res.argv:
             self._command(res.argv, ctx, depth)
 
-    def _command(self, argv: list[str], ctx: _Ctx, depth: int) -> None:
-        out = ctx.out
-        name = argv[0]
-        if DYN in name:
-            out.add("ask", "command.dynamic", "the command name is not known before running")
-            return
-        base = name.rpartition("/")[2] if "/" in name else name
-        if ("*" in base or "?" in base or "[" in base) and GLOB.search(base):
-            out.add("ask", "command.glob", f"the command name {name!r} is a glob")
-            for cand in sorted(self.command_names | BLOCKED_BUILTINS.keys() | SHELLS):
-                if fnmatch.fnmatchcase(cand, base):
-                    self._command([cand, *argv[1:]], ctx, depth)
-            return
-        cap_allow = False
-        if "/" in name:
-            full = os.path.normpath(name if name.startswith("/") else os.path.join(ctx.cwd, name))
-            if "\x00" in full:  # `$'\0'`: no program has that path (and realpath would raise)
-                out.add("deny", "command.nul", f"the command path {name!r} holds a NUL byte")
-                return
-            real = os.path.realpath(full)
-            if inside(full, ctx.roots) and inside(real, ctx.roots):
-                self._workspace_script(name, ctx)
-                return
-            if os.path.dirname(full) not in SYSTEM_BIN:
-                cap_allow = True
-                out.add("ask", "command.path", f"{name} is not a system program")
-        if base in BLOCKED_BUILTINS:
-            out.add("deny", f"blocklist.builtin.{base}", f"blocked: {BLOCKED_BUILTINS[base]}")
-            return
-        if base in self.blocked:
-            out.add("deny", f"blocklist.command.{base}", f"blocked command {base}")
-        if base in ctx.functions:
-            return
-        args = argv[1:]
-        if base in SHELLS:
-            if args:
-                self._path(args[0], "read", ctx)
-                self._workspace_script(f"{base} {args[0]}", ctx, args[0])
-            return
-        if base in self.network and not self.settings.allow_network:
-            out.add("deny", "network", f"{base} reaches the network (allow_network = false); "
-                    "use the fetch tool")
-        if base == "cd" or base == "pushd":
-            target = args[0] if args else ctx.home
-            if DYN not in target and target != "-":
-                new = os.path.normpath(os.path.join(ctx.cwd, target))
-                if new not in ctx.cwds:
-                    ctx.cwds.append(new)
-            if not args:
-                self._path(ctx.home, "read", ctx)
-        vopts, spec_scan, has_paths = self._value_options(base)
-        sc = scan(args, vopts)
-        allowed, trusted_only = self._rules(base, args, sc, vopts, ctx)
-        if has_paths:
-            pa = path_args(base, args, sc if spec_scan else None)
-            for r in pa.reads:
-                self._path(r, "read", ctx)
-            for w in pa.writes:
-                self._path(w, "write", ctx)
-        if base == "git":
-            self._git_objects(args, ctx)
-        if ctx.only_rule is not None:
-            return
-        if DYN in args and base in self.conditioned:
-            out.add("ask", "command.dynamic-argument",
-                    f"an argument of {base} is not known before running")
-        if not allowed:
-            out.add(self.settings.default, "default", f"no rule allows {base}")
-        elif cap_allow:
-            pass
-        elif trusted_only and ctx.trust != "trusted":
-            out.add("ask", "trust.workspace-code", f"{base} runs workspace code; the workspace "
-                    "is not trusted")
-        elif self.allowed is not None and base not in self.allowed:
-            out.add("ask", "overlay.allowed-commands",
-                    f"{base} is not in the plugins' allowed commands")
+def _input_in_payload(argv: list[str], chain: list[str]) -> bool:
+    """`xargs -I{} sh -c 'echo {}'`, `parallel sh -c 'echo {}'`: each input line is pasted
+    into the script before the shell reads it (a line `; rm x` runs `rm x`)."""
+    if "parallel" in chain:
+        return True
+    if "xargs" not in chain:
+        return False
+    return any(a.startswith(("-I", "-i", "--replace", "--rep")) or (
+        a.startswith("-") and not a.startswith("--") and ("I" in a or "i" in a))
+        for a in argv if a.startswith("-"))
 
-    def _git_objects(self, args: list[str], ctx: _Ctx) -> None:
-        """`git show REV:PATH` reads PATH from history: judged like a read of PATH."""
-        if not any(a in _GIT_OBJECT_READERS for a in args):
-            return
-        for arg in args:
-            if ":" in arg and not arg.startswith("-") and "://" not in arg:
-                path = arg.partition(":")[2]
-                if path:
-                    self._path(path, "read", ctx)
 
-    def _workspace_script(self, what: str, ctx: _Ctx, path: str | None = None) -> None:
-        if ctx.only_rule is not None:
-            return
-        if path is not None:
-            check = CHECKS["script-in-workspace"]
-            if not check("sh", [path], CheckContext(ctx.cwd, ctx.roots)):
-                ctx.out.add("ask", "workspace.script", f"{what}: script outside the workspace")
-                return
-        if ctx.trust == "trusted":
-            ctx.out.add("allow", "workspace.script", "")
+def _variants(command: str) -> list[str]:
+    """The texts to judge: without backslash-newlines (as bash reads it), as written, and
+    their NFKC forms when the text is not ASCII."""
+    stripped = strip_line_continuations(command)
+    variants = [stripped] if stripped == command else [stripped, command]
+    if not command.isascii():  # an ASCII text (and what is stripped of it) is NFKC
+        for v in list(variants):
+            norm = nfkc_variant(v)
+            if norm is not None and norm not in variants:
+                variants.append(norm)
+    return variants
+
+
+def _combos(words: list[str], env: Env, home: str) -> list[list[str]]:
+    """The argvs a command's words can make (at most MAX_ARGV_COMBOS, in linear time). Once
+    the bound is reached, alternatives of later words are spread over the kept argvs round
+    robin, so that each alternative is judged in some argv."""
+    combos: list[list[str]] = [[]]
+    for k, word in enumerate(words):
+        if not k & 255:
+            budget_mod.check()
+        alternatives = expand(word, env, home).alternatives
+        if len(alternatives) == 1:
+            for argv in combos:
+                argv.extend(alternatives[0])
+        elif len(combos) * len(alternatives) <= MAX_ARGV_COMBOS:
+            combos = [[*argv, *alt] for argv in combos for alt in alternatives]
         else:
-            ctx.out.add("ask", "workspace.script",
-                        f"{what} runs a workspace script; the workspace is not trusted")
-
-    def _value_options(self, base: str) -> tuple[frozenset[str], bool, bool]:
-        """The options of `base` that take a value; whether they are exactly those of its
-        path spec (then a scan with them is the scan `path_args` would make); whether `base`
-        has path arguments."""
-        cached = self._vopts.get(base)
-        if cached is None:
-            vopts = self.grammar.get(base, frozenset())
-            spec = spec_for(base)
-            if spec is not None:
-                vopts = vopts | spec.value_options
-            cached = (vopts, spec is not None and vopts == spec.value_options,
-                      base in _PATH_COMMANDS or spec is not None)
-            if len(self._vopts) < 4096:
-                self._vopts[base] = cached
-        return cached
-
-    def _candidates_for(self, base: str) -> tuple[CompiledRule, ...]:
-        """The rules naming `base` (by name, then by glob), in policy order."""
-        found = self._candidates.get(base)
-        if found is None:
-            candidates = list(self._by_name.get(base, ()))
-            if self._glob_rules:
-                seen = {id(cr) for cr in candidates}
-                candidates += [cr for cr in self._glob_rules if id(cr) not in seen and any(
-                    fnmatch.fnmatchcase(base, g) for g in cr.globs)]
-            found = tuple(candidates)
-            if len(self._candidates) > 4096:
-                self._candidates.clear()
-            self._candidates[base] = found
-        return found
-
-    def _rules(self, base: str, args: list[str], sc: Scan, vopts: frozenset[str],
-               ctx: _Ctx) -> tuple[bool, bool]:
-        """Apply every matching rule; return (some allow matched, that allow is trusted-only)."""
-        candidates = self._candidates_for(base)
-        if ctx.only_rule is not None:
-            candidates = tuple(cr for cr in candidates if cr is ctx.only_rule)
-        allowed = False
-        trusted_only = True
-        if not candidates and not self.glob_rules:
-            return False, False
-        pos = sc.positionals
-        head = pos[0] if pos else None
-        no_options = not sc.options
-        for cr in candidates:
-            if cr.heads is not None and head not in cr.heads:
-                continue  # no subcommand of the rule can match
-            if no_options and cr.needs_options:
-                continue  # (with no option scanned, the global prefix has none either)
-            if not cr.unconditional:
-                if cr.rule.check is not None and ctx.cctx is None:
-                    ctx.cctx = CheckContext(ctx.cwd, ctx.roots)
-                if not rule_matches(cr, base, args, sc, ctx.cctx, vopts):
-                    continue
-            rule = cr.rule
-            if rule.verdict == "allow":
-                ctx.out.add("allow", rule.id, "")
-                allowed = True
-                trusted_only = trusted_only and rule.trust == "trusted"
-            else:
-                ctx.out.add(rule.verdict, rule.id, rule.reason or f"rule {rule.id}")
-        if ctx.only_rule is None and self.glob_rules:
-            text = " ".join("?" if a == DYN else a for a in [base, *args]).lower()
-            for regex, grule in self.glob_rules:
-                if regex.match(text):
-                    label = f"permissions.bash:{grule.pattern}"
-                    if grule.action == "allow":
-                        allowed = True
-                        trusted_only = False
-                        ctx.out.add("allow", label, "")
-                    else:
-                        ctx.out.add(grule.action, label,
-                                    f"{base} matches {grule.action} pattern {grule.pattern!r}")
-        return allowed, (trusted_only and allowed)
+            while len(combos) < min(MAX_ARGV_COMBOS, len(alternatives)):
+                combos.append(list(combos[len(combos) % len(combos)]))
+            for i, argv in enumerate(combos):
+                argv.extend(alternatives[i % len(alternatives)])
+    return combos
 
 
 def _recursive(functions: dict[str, set[str]]) -> bool:
     for start in functions:
+        budget_mod.check()
         stack, seen = [start], set()
         while stack:
             cur = stack.pop()

@@ -3,16 +3,45 @@
 tree-sitter is imported on first use (the daemon must start fast). The walk is iterative (no
 recursion limit), visits every node once, and records source text; values are computed later
 by `words`. Nothing is skipped: commands inside substitutions, functions, here-doc pipelines
-and ERROR nodes are all found.
+and ERROR nodes are all found. The walk checks the decision's time budget every 256 nodes.
+
+Besides commands, the walk records every context where bash evaluates text a second time
+(`Script.evals`): arithmetic (`(( ))`, `$(( ))`, `$[ ]`, `for (( ))`, array subscripts) and
+parameter expansions (`${x:off:len}`, `${!x}`, `${x:=v}`); the engine checks them.
+
+tree-sitter-bash does not see every substitution bash runs (a backtick in a here-document
+body or inside `${x:-...}` is plain text to it). So a second, independent net scans the raw
+bytes: every `` ` `` and `$(` that is not escaped, not inside a single-quoted or `$'...'`
+string or a comment in a plain (not double-quoted) context, and not in the body of a quoted
+here-document, is reported as a substitution (`$((` only where the tree has an arithmetic
+expansion there).
+
+Node kinds of the installed grammar (tree-sitter-bash 0.25, all named visible kinds) and what
+the walk does with each: command, declaration_command, unset_command, test_command -> a
+simple command; redirected_statement, file_redirect, heredoc_redirect, herestring_redirect ->
+redirects (here-strings and process_substitution are blocked); variable_assignment(s) ->
+assignments; function_definition -> a function scope; for_statement (also `select`) -> loop
+variables; c_style_for_statement, compound_statement `(( ))`, arithmetic_expansion, subscript
+-> arithmetic contexts; expansion -> expansion contexts (and `${x@op}` blocked);
+command_substitution -> blocked; ERROR -> parse error plus a token fallback. Every other kind
+(program, list, pipeline, subshell, compound_statement, if/elif/else, while, case_statement,
+case_item, do_group, negated_command, string, concatenation, array, brace_expression,
+binary/unary/ternary/postfix/parenthesized_expression, heredoc_body, translated_string,
+command_name, extglob_pattern...) is descended into, so commands below them are found; leaves
+(word, raw_string, ansi_c_string, number, comment, heredoc_*, string_content, variable_name,
+special_variable_name, test_operator, file_descriptor, regex) hold no command.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from acpd.policy import budget
+from acpd.policy.budget import check
 from acpd.policy.text import parser_safe
 
 MAX_NODES = 50_000
@@ -29,6 +58,11 @@ def _parser() -> Any:
         parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
         _local.parser = parser
     return parser
+
+
+def warm() -> None:
+    """Load tree-sitter and this thread's parser now (the first parse would otherwise)."""
+    _parser()
 
 
 @dataclass(slots=True)
@@ -53,6 +87,10 @@ class SimpleCommand:
     heredoc: bool = False
     fallback: bool = False
     """Recovered from an ERROR node by plain tokenizing."""
+    background: bool = False
+    """Runs as (or inside) an asynchronous job `... &`: it may outlive the command line."""
+    start: int = -1
+    """Byte offset in the source (set only when the source holds a `&`)."""
 
 
 @dataclass(slots=True)
@@ -63,6 +101,9 @@ class Script:
     functions: dict[str, set[str]] = field(default_factory=dict)
     blocked: list[tuple[str, str]] = field(default_factory=list)
     """(rule id, reason) of constructs on the unconditional blocklist."""
+    evals: list[tuple[str, str, str | None]] = field(default_factory=list)
+    """(kind, text, enclosing function): "arith" text bash evaluates as arithmetic (a
+    subscript's index included), "expansion" the whole text of a `${...}`."""
     has_error: bool = False
     too_big: bool = False
 
@@ -82,7 +123,8 @@ _BLOCKED_NODES = {
 _HANDLED = frozenset({"command", "redirected_statement", "declaration_command", "unset_command",
                       "variable_assignment", "function_definition", "for_statement",
                       "test_command", "command_substitution", "arithmetic_expansion",
-                      "expansion", "ERROR", *_BLOCKED_NODES})
+                      "expansion", "ERROR", "compound_statement", "c_style_for_statement",
+                      "subscript", "heredoc_redirect", *_BLOCKED_NODES})
 """Node kinds the walk acts on; every other named node is only descended into."""
 
 
@@ -90,12 +132,19 @@ class _Walk:
     """State of one walk: the source (to slice node text from) and redirects that a
     `redirected_statement` hands to its command."""
 
-    __slots__ = ("data", "extra", "source")
+    __slots__ = ("amp", "arith_starts", "data", "extra", "masks", "source", "suspicious")
 
     def __init__(self, source: str, data: bytes) -> None:
         self.source: str | None = source if source.isascii() else None
         self.data = data
         self.extra: dict[int, list[Redirect]] = {}
+        self.suspicious = b"`" in data or b"$(" in data
+        """Only then are quoted ranges collected for the raw substitution scan."""
+        self.masks: list[tuple[int, int]] = []
+        """Byte ranges bash does not expand: single-quoted text, quoted here-doc bodies."""
+        self.arith_starts: set[int] = set()
+        self.amp = b"&" in data
+        """Only then can a command be an asynchronous job (`&`)."""
 
     def text(self, node: Any) -> str:
         if self.source is not None:  # ASCII: byte offsets are character offsets
@@ -118,7 +167,7 @@ def parse(source: str) -> Script:
     # to one ASCII letter: same byte offsets, same tree shape, and every word is still read
     # from the real bytes. Masking only makes different characters look alike, which can
     # end a here-doc early (more text judged as commands), never later.
-    tree = _parser().parse(data if source.isascii() else data.translate(_MASK_NON_ASCII))
+    tree = _tree(data if source.isascii() else data.translate(_MASK_NON_ASCII))
     script = Script()
     root = tree.root_node
     script.has_error = bool(root.has_error)
@@ -128,15 +177,31 @@ def parse(source: str) -> Script:
     cursor = root.walk()
     fns: list[tuple[int, str]] = []
     """(depth of a function_definition, its name): the innermost one encloses the node."""
+    quoted: list[int] = []
+    """Depths of the enclosing double-quoted strings and here-doc bodies (where a single
+    quote is a plain character)."""
     depth = 0
     seen = 0
+    last_named: dict[int, tuple[int, int]] = {}
+    """Per depth, the byte range of the last named node: what a `&` after it puts in the
+    background."""
+    jobs: list[tuple[int, int]] = []
     while True:
         node = cursor.node
+        if w.amp:
+            if node.is_named:
+                last_named[depth] = (node.start_byte, node.end_byte)
+            elif node.type == "&" and depth in last_named:
+                jobs.append(last_named[depth])
         if node.is_named and (kind := node.type) not in _LEAVES:
             seen += 1
             if seen > MAX_NODES:
                 script.too_big = True
                 break
+            if not seen & 255:
+                check()
+            if w.suspicious and kind in _QUOTING:
+                quoted.append(depth)
             if kind == "command":
                 cmd, flat = _command(node, fns[-1][1] if fns else None, w)
                 script.commands.append(cmd)
@@ -149,6 +214,8 @@ def parse(source: str) -> Script:
                 elif cursor.goto_first_child():
                     depth += 1
                     continue
+                if w.suspicious:
+                    _mask_words(node, w)
             else:
                 if kind in _HANDLED:
                     fn = fns[-1][1] if fns else None
@@ -158,6 +225,8 @@ def parse(source: str) -> Script:
                 if cursor.goto_first_child():
                     depth += 1
                     continue
+        elif w.suspicious and node.type in _SINGLE_QUOTED and not quoted:
+            w.masks.append((node.start_byte, node.end_byte))
         while not cursor.goto_next_sibling():
             if not cursor.goto_parent():
                 break
@@ -165,10 +234,85 @@ def parse(source: str) -> Script:
         else:
             while fns and fns[-1][0] >= depth:
                 fns.pop()
+            while quoted and quoted[-1] >= depth:
+                quoted.pop()
             continue
         break
     _calls(script)
+    if jobs:
+        _mark_background(script, jobs)
+    if w.suspicious:
+        script.blocked.extend(_substitution_sites(w))
     return script
+
+
+_QUOTING = frozenset({"string", "translated_string", "heredoc_body"})
+_SINGLE_QUOTED = frozenset({"raw_string", "ansi_c_string", "comment"})
+"""Leaves bash does not expand (outside double quotes): single-quoted strings, comments."""
+
+
+def _mask_words(node: Any, w: _Walk) -> None:
+    """Single-quoted words of a command the walk does not descend into (a command's words
+    always start a fresh quoting context)."""
+    for child in node.named_children:
+        if child.type in _SINGLE_QUOTED:
+            w.masks.append((child.start_byte, child.end_byte))
+
+
+_SITE = re.compile(rb"`|\$\(")
+
+
+def _substitution_sites(w: _Walk) -> list[tuple[str, str]]:
+    """Substitutions bash would run that the tree did not show (see the module docstring)."""
+    data = w.data
+    masks = sorted(w.masks)
+    starts = [m[0] for m in masks]
+    found: dict[str, tuple[str, str]] = {}
+    for k, m in enumerate(_SITE.finditer(data)):
+        if not k & 255:
+            check()
+        pos = m.start()
+        k = bisect.bisect_right(starts, pos) - 1
+        if k >= 0 and masks[k][0] <= pos < masks[k][1]:
+            continue
+        slashes = 0
+        while pos - slashes - 1 >= 0 and data[pos - slashes - 1] == 0x5C:
+            slashes += 1
+        if slashes % 2:
+            continue
+        if m.group(0) == b"`":
+            found["b"] = ("blocklist.backticks", "backtick substitution")
+        elif not (data.startswith(b"$((", pos) and pos in w.arith_starts):
+            found["c"] = ("blocklist.command-substitution", "command substitution $(...)")
+        if len(found) == 2:
+            break
+    return list(found.values())
+
+
+_CHUNKED = 4096
+"""Inputs at least this long are parsed with a progress callback that stops at the deadline
+(tree-sitter takes 100+ ms on some 64 KiB inputs, a 60 KB pipeline for one)."""
+
+
+def _tree(payload: bytes) -> Any:
+    """Parse; raises OverBudget when the decision's deadline passes during the parse."""
+    parser = _parser()
+    if not budget.active() or len(payload) < _CHUNKED:
+        return parser.parse(payload)
+
+    def read(offset: int, _point: Any) -> bytes:
+        return payload[offset : offset + 65536]
+
+    def progress(*_state: Any) -> bool:
+        return budget.expired()
+
+    try:
+        return parser.parse(read, progress_callback=progress)
+    except ValueError:
+        # A cancelled parse resumes on the next call unless reset: never let the next
+        # command line be read as the rest of this one.
+        parser.reset()
+        raise budget.OverBudget from None
 
 
 def _visit(node: Any, kind: str, fn: str | None, script: Script, w: _Walk) -> str | None:
@@ -200,6 +344,8 @@ def _visit(node: Any, kind: str, fn: str | None, script: Script, w: _Walk) -> st
         script.commands.append(
             SimpleCommand([w.text(node.children[0]), *_leaf_words(node, w)], function=fn)
         )
+        if w.text(node).startswith("[["):
+            script.evals.extend(("arith", t, fn) for t in _arith_operands(node, w))
     elif kind == "command_substitution":
         tick = w.text(node).startswith("`")
         script.blocked.append(
@@ -209,15 +355,46 @@ def _visit(node: Any, kind: str, fn: str | None, script: Script, w: _Walk) -> st
     elif kind in _BLOCKED_NODES:
         script.blocked.append(_BLOCKED_NODES[kind])
     elif kind == "arithmetic_expansion":
-        if w.text(node).startswith("$["):
+        text = w.text(node)
+        if text.startswith("$["):
             script.blocked.append(("blocklist.legacy-arithmetic", "legacy arithmetic $[...]"))
+            script.evals.append(("arith", text[2:-1], fn))
+        else:
+            if text.endswith("))"):
+                w.arith_starts.add(node.start_byte)
+            script.evals.append(("arith", text[3:-2], fn))
+    elif kind == "compound_statement":
+        if node.child_count and node.children[0].type == "((":
+            script.evals.append(("arith", w.text(node)[2:-2], fn))
+    elif kind == "c_style_for_statement":
+        body = node.child_by_field_name("body")
+        end = body.start_byte if body is not None else node.end_byte
+        script.evals.append(("arith", w.data[node.start_byte : end].decode(
+            "utf-8", "surrogateescape"), fn))
+    elif kind == "subscript":
+        index = w.text(node).partition("[")[2]
+        script.evals.append(("arith", index[:-1] if index.endswith("]") else index, fn))
+    elif kind == "heredoc_redirect":
+        if w.suspicious:
+            _quoted_heredoc(node, w)
     elif kind == "expansion":
         if any(c.type == "@" for c in node.children):
             script.blocked.append(("blocklist.transform", "parameter transform ${var@op}"))
+        script.evals.append(("expansion", w.text(node), fn))
     elif kind == "ERROR":
         script.has_error = True
         script.commands.extend(_fallback(w.text(node), fn))
     return None
+
+
+def _quoted_heredoc(node: Any, w: _Walk) -> None:
+    """The body of a here-document whose delimiter is quoted is not expanded by bash."""
+    start = next((c for c in node.children if c.type == "heredoc_start"), None)
+    if start is None or not any(q in w.text(start) for q in "'\"\\"):
+        return
+    for c in node.children:
+        if c.type == "heredoc_body":
+            w.masks.append((c.start_byte, c.end_byte))
 
 
 def _calls(script: Script) -> None:
@@ -233,7 +410,11 @@ def _command(node: Any, fn: str | None, w: _Walk) -> tuple[SimpleCommand, int]:
     words = cmd.words
     flat = 0
     src = w.source
-    for child in node.named_children:
+    children = node.named_children
+    many = len(children) > 256
+    for k, child in enumerate(children):
+        if many and not k & 255:
+            check()
         kind = child.type
         if kind == "variable_assignment":
             cmd.assigns.append(_assignment(child, w))
@@ -254,9 +435,28 @@ def _command(node: Any, fn: str | None, w: _Walk) -> tuple[SimpleCommand, int]:
     extra = w.extra.get(node.id)
     if extra is not None:
         cmd.redirects.extend(extra)
+    if w.amp:
+        cmd.start = node.start_byte
     if cmd.redirects:
         cmd.heredoc = any(r.kind == "heredoc" for r in cmd.redirects)
     return cmd, flat
+
+
+def _mark_background(script: Script, jobs: list[tuple[int, int]]) -> None:
+    """Commands inside a statement followed by `&` (byte ranges from the walk). The ranges
+    nest or are disjoint, so one sweep with a stack of open ranges answers every command."""
+    jobs.sort()
+    open_ends: list[int] = []
+    j = 0
+    for cmd in sorted((c for c in script.commands if c.start >= 0), key=lambda c: c.start):
+        while j < len(jobs) and jobs[j][0] <= cmd.start:
+            while open_ends and open_ends[-1] <= jobs[j][0]:
+                open_ends.pop()
+            open_ends.append(jobs[j][1])
+            j += 1
+        while open_ends and open_ends[-1] <= cmd.start:
+            open_ends.pop()
+        cmd.background = bool(open_ends)
 
 
 def _declaration(node: Any, fn: str | None, w: _Walk) -> SimpleCommand:
@@ -308,12 +508,38 @@ _LEAF = {"word", "string", "raw_string", "concatenation", "ansi_c_string", "numb
 def _leaf_words(node: Any, w: _Walk) -> list[str]:
     out: list[str] = []
     stack = [node]
+    steps = 0
     while stack:
+        steps += 1
+        if not steps & 255:
+            check()
         cur = stack.pop()
         if cur is not node and cur.type in _LEAF:
             out.append(w.text(cur))
             continue
         stack.extend(reversed(cur.named_children))
+    return out
+
+
+_ARITH_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+
+
+def _arith_operands(node: Any, w: _Walk) -> list[str]:
+    """Source text of the operands of `[[ a -eq b ]]` comparisons (bash evaluates both as
+    arithmetic)."""
+    out: list[str] = []
+    stack = [node]
+    steps = 0
+    while stack:
+        steps += 1
+        if not steps & 255:
+            check()
+        cur = stack.pop()
+        if cur.type == "binary_expression":
+            op = cur.child_by_field_name("operator")
+            if op is not None and w.text(op) in _ARITH_TESTS:
+                out.extend(w.text(c) for c in cur.named_children if c.id != op.id)
+        stack.extend(cur.named_children)
     return out
 
 
@@ -324,7 +550,9 @@ def _fallback(text: str, fn: str | None) -> list[SimpleCommand]:
     """Best-effort commands from text tree-sitter could not parse (judged in addition)."""
     out: list[SimpleCommand] = []
     current: list[str] = []
-    for m in _TOKEN.finditer(text):
+    for k, m in enumerate(_TOKEN.finditer(text)):
+        if not k & 255:
+            check()
         tok = m.group(0)
         if tok in (";", "&", "|", "&&", "||", "(", ")"):
             if current:

@@ -4,19 +4,27 @@ A decision reads `handle.current` once (one attribute load) and judges with that
 so it never mixes two policies. A rebuild reads the config file and every plugin overlay,
 validates them (rule examples included), and publishes by one reference assignment. On any
 error the last good policy stays; the outcome (hash, sources, errors) goes to `on_reload`.
+
+Every build first takes a `fingerprint` of its inputs (the config file and each plugin folder:
+names, modes, owners, sizes, mtimes and contents). A watcher started after a build calls
+`stale()` once its kernel watch is in place and rebuilds when the files changed in between:
+an overlay written a few ms after the first decision is never lost.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from acpd.policy.decision import Decision
 from acpd.policy.engine import CompiledPolicy, compile_policy
-from acpd.policy.overlays import Overlay, discover, merge
+from acpd.policy.overlays import MAX_OVERLAY_BYTES, MAX_PLUGINS, Overlay, discover, merge
 from acpd.policy.rules import Policy, PolicyError, Trust, load_base
 
 log = logging.getLogger(__name__)
@@ -43,6 +51,35 @@ class _Known:
 
     base: Policy | None = None
     overlays: dict[str, Overlay] = field(default_factory=dict)
+
+
+def _feed(digest: Any, path: Path, *, content: bool) -> None:
+    try:
+        st = path.lstat()
+        digest.update(f"{path}\0{st.st_mode}\0{st.st_uid}\0{st.st_size}\0{st.st_mtime_ns}"
+                      f"\0{st.st_ino}\0".encode("utf-8", "surrogateescape"))
+        if content and not os.path.isdir(path):
+            with open(path, "rb") as handle:
+                digest.update(handle.read(MAX_OVERLAY_BYTES + 1))
+    except OSError as exc:
+        digest.update(f"{path}\0error {exc.errno}\0".encode("utf-8", "surrogateescape"))
+
+
+def fingerprint(config: Path | None, plugin_dirs: Sequence[Path]) -> str:
+    """A digest of everything a build reads: any change to the inputs changes it."""
+    digest = hashlib.sha256()
+    if config is not None:
+        _feed(digest, config, content=True)
+    for root in plugin_dirs:
+        _feed(digest, root, content=False)
+        try:
+            names = sorted(os.listdir(root))[: MAX_PLUGINS + 1]
+        except OSError:
+            continue
+        for name in names:
+            _feed(digest, root / name, content=False)
+            _feed(digest, root / name / "plugin.toml", content=True)
+    return digest.hexdigest()
 
 
 def build_policy(config: Path | None, plugin_dirs: Sequence[Path],
@@ -96,6 +133,7 @@ class PolicyHandle:
         self.on_reload = on_reload
         self._lock = threading.Lock()
         self._known = _Known()
+        self._fingerprint = fingerprint(config, self.plugin_dirs)
         policy, errors, fell_back = build_policy(config, self.plugin_dirs, self._known)
         self._current: CompiledPolicy = policy
         self.last_report = ReloadReport(policy.hash, policy.policy.sources, tuple(errors),
@@ -107,6 +145,7 @@ class PolicyHandle:
         handle.config, handle.plugin_dirs, handle.on_reload = None, (), None
         handle._lock = threading.Lock()
         handle._known = _Known(policy.policy)
+        handle._fingerprint = fingerprint(None, ())
         handle._current = policy
         handle.last_report = ReloadReport(policy.hash, policy.policy.sources, (), True, False)
         return handle
@@ -116,17 +155,22 @@ class PolicyHandle:
         return self._current
 
     def judge(self, command: str, *, cwd: str, roots: tuple[str, ...] | None = None,
-              trust: Trust | None = None) -> Decision:
+              trust: Trust | None = None, sandboxed: bool = False) -> Decision:
         policy = self._current  # read once: the whole decision uses this object
-        return policy.judge(command, cwd=cwd, roots=roots, trust=trust)
+        return policy.judge(command, cwd=cwd, roots=roots, trust=trust, sandboxed=sandboxed)
 
     def publish(self, policy: CompiledPolicy) -> None:
         self._current = policy
+
+    def stale(self) -> bool:
+        """Have the inputs changed since the last build started? (Blocking: it reads them.)"""
+        return fingerprint(self.config, self.plugin_dirs) != self._fingerprint
 
     def rebuild(self) -> ReloadReport:
         """Rebuild from disk (blocking; run it in a worker thread from async code)."""
         with self._lock:
             old = self._current
+            self._fingerprint = fingerprint(self.config, self.plugin_dirs)
             try:
                 policy, errors, fell_back = build_policy(self.config, self.plugin_dirs,
                                                          self._known)
@@ -164,7 +208,13 @@ class PolicyHandle:
         Runs until stop_event (an anyio.Event) is set."""
         from acpd.policy.watch import watch_paths
 
-        async for _changes in watch_paths(self.watch_targets(), debounce_ms=debounce_ms,
-                                          step_ms=step_ms, stop_event=stop_event,
-                                          force_polling=force_polling):
-            await self.arebuild()
+        async for changes in watch_paths(self.watch_targets(), debounce_ms=debounce_ms,
+                                         step_ms=step_ms, stop_event=stop_event,
+                                         force_polling=force_polling, ready=True):
+            if changes or await self.astale():
+                await self.arebuild()
+
+    async def astale(self) -> bool:
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(self.stale)

@@ -23,7 +23,8 @@ Trust = Literal["untrusted", "provisional", "trusted"]
 TRUST_LEVELS: tuple[Trust, ...] = ("untrusted", "provisional", "trusted")
 MAX_POLICY_BYTES = 1 << 20
 CHECKS = frozenset({"script-in-workspace", "sed-exec", "awk-exec", "push-origin",
-                    "push-not-origin", "git-config-write"})
+                    "push-not-origin", "git-config-write", "git-destructive", "push-deletes",
+                    "system-state"})
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,79}$")
 
 
@@ -49,6 +50,9 @@ class Rule(Frozen):
     global_only: bool = False
     """`options` count only before the first positional (git -c, not git commit -c)."""
     check: str | None = None
+    modeled: bool = False
+    """An allow that holds only when the program's argument spec models every option and
+    argument given (or the command runs sandboxed)."""
     trust: Literal["any", "trusted"] = "any"
     reason: str = ""
     match: tuple[str, ...] = ()
@@ -98,6 +102,10 @@ class Settings(Frozen):
     default: Literal["ask", "deny"] = "ask"
     parse_error: Literal["ask", "deny"] = "ask"
     max_command_bytes: int = Field(65536, ge=256, le=1 << 20)
+    budget_ms: int = Field(50, ge=1, le=60_000)
+    """Hard time budget of one shell decision; past it the decision is ask."""
+    max_delete_files: int = Field(50, ge=0, le=1_000_000)
+    """A deletion that removes more entries than this asks first, whatever allows it."""
 
 
 class PathsPolicy(Frozen):

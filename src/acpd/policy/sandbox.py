@@ -1,6 +1,10 @@
 """Path checks for the shell: reads and writes judged against the workspace roots and the
 deny lists. Lexical and resolved (realpath) forms must both pass; glob words (`cat .en?`) are
-checked against what the deny patterns could name, without touching the file system."""
+checked against what the deny patterns could name, without touching the file system.
+
+No file-system fact is cached across decisions: every path (and every workspace root) is
+resolved again each time it is judged, so a symlink that appears between two decisions is
+judged on what it points to now. Only pure computations (compiled patterns) are cached."""
 
 from __future__ import annotations
 
@@ -191,24 +195,44 @@ def glob_may_match(path: str, patterns: tuple[PathPattern, ...],
     return None
 
 
-@lru_cache(maxsize=4096)
-def _realpath(path: str) -> str:
+_O_PATH = getattr(os, "O_PATH", 0)
+_FD_LINK = "/proc/self/fd/" if os.path.isdir("/proc/self/fd") else ""
+
+
+def resolve(path: str) -> str:
+    """`os.path.realpath(path)`, read afresh: for a path that exists, by opening it with
+    O_PATH and reading the kernel's name for the descriptor (three system calls whatever the
+    depth, where realpath makes one per component); else `os.path.realpath`."""
+    if _O_PATH and _FD_LINK:
+        try:
+            fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+        except (OSError, ValueError):
+            return os.path.realpath(path)
+        try:
+            real = os.readlink(f"{_FD_LINK}{fd}")
+        except OSError:
+            real = ""
+        finally:
+            os.close(fd)
+        if real.startswith("/") and not real.endswith(" (deleted)"):
+            return real
     return os.path.realpath(path)
 
 
 def cached_realpath(path: str) -> str:
-    return _realpath(path)
+    """`os.path.realpath`, never cached: a decision must see the file system as it is now
+    (a symlink created between two decisions is followed by the second). Kept by this name
+    for callers of the old cached helper."""
+    return os.path.realpath(path)
 
 
-@lru_cache(maxsize=256)
 def normalized_roots(roots: tuple[str, ...]) -> tuple[str, ...]:
-    """Workspace roots resolved (through the realpath cache) and normalized."""
-    return tuple(os.path.normpath(_realpath(r)) for r in roots)
+    """Workspace roots resolved (realpath, read afresh on every call) and normalized."""
+    return tuple(os.path.normpath(resolve(r)) for r in roots)
 
 
 def clear_cache() -> None:
-    _realpath.cache_clear()
-    normalized_roots.cache_clear()
+    """Nothing to clear any more (no file-system fact is cached); kept for callers."""
 
 
 _DOT_COMPONENT = re.compile(r"/\.\.?(?:/|$)")
@@ -246,7 +270,8 @@ class PathRules:
 
 def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: bool = False,
                cached: bool = False) -> tuple[Verdict, str, str] | None:
-    """None when fine; else (verdict, rule id, reason)."""
+    """None when fine; else (verdict, rule id, reason). The path is resolved on every call
+    (`cached` is accepted and ignored: no file-system fact outlives a decision)."""
     if DYN in raw:
         return ("ask", "path.dynamic", f"{mode} path {raw.replace(DYN, '$?')!r} is not known "
                 "before running")
@@ -260,7 +285,7 @@ def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: boo
     if "\x00" in lexical:
         # `$'\0'` in a word: no file has that name, and realpath would raise
         return ("deny", "path.nul", f"{mode} path {raw!r} holds a NUL byte")
-    real = _realpath(lexical) if cached else os.path.realpath(lexical)
+    real = resolve(lexical)
     if mode == "read":
         deny, prefilter = rules.deny_read, rules.read_filter
     else:

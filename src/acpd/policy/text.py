@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from acpd.policy.budget import check
 from acpd.policy.decision import Findings
 
 BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
@@ -43,7 +44,9 @@ def check_text(command: str, max_bytes: int, out: Findings) -> bool:
                 "in command")
         return False
     odd_space = False
-    for ch in command:
+    for k, ch in enumerate(command):
+        if not k & 4095:
+            check()
         if ch in BIDI:
             out.add("deny", "blocklist.bidi", f"bidirectional control U+{ord(ch):04X} in command")
         elif ch in INVISIBLE:
@@ -85,7 +88,11 @@ def strip_line_continuations(command: str) -> str:
     out: list[str] = []
     i, n = 0, len(command)
     word_start = True
+    steps = 0
     while i < n:
+        steps += 1
+        if not steps & 4095:
+            check()
         ch = command[i]
         if ch == "\\" and i + 1 < n:
             if command[i + 1] == "\n":

@@ -15,8 +15,11 @@ from itertools import product
 from typing import NamedTuple
 
 from acpd.policy.braces import brace_expand
+from acpd.policy.budget import TooComplex, check
 
 MAX_ALTERNATIVES = 16
+MAX_NESTING = 16
+"""`${a:-${b:-...}}` deeper than this is not modelled (TooComplex: the judge asks)."""
 DYN = "\x00?"
 """Stands for an unknown value inside a computed string."""
 
@@ -57,38 +60,35 @@ class Expanded(NamedTuple):
     glob: bool
 
 
+_ANSI_ESCAPE = re.compile(
+    r"\\(?:x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})"
+    r"|c(.)|(.))", re.DOTALL)
+
+
 def decode_ansi_c(body: str) -> str:
-    out: list[str] = []
-    i, n = 0, len(body)
-    while i < n:
-        ch = body[i]
-        if ch != "\\" or i + 1 >= n:
-            out.append(ch)
-            i += 1
-            continue
-        nxt = body[i + 1]
-        i += 2
-        if nxt in _ANSI:
-            out.append(_ANSI[nxt])
-        elif nxt in "xuU":
-            limit = {"x": 2, "u": 4, "U": 8}[nxt]
-            m = re.match(f"[0-9A-Fa-f]{{1,{limit}}}", body[i:])
-            if m:
-                out.append(chr(min(int(m.group(0), 16), 0x10FFFF)))
-                i += m.end()
-            else:
-                out.append("\\" + nxt)
-        elif nxt in "01234567":
-            m = re.match(r"[0-7]{0,2}", body[i:])
-            digits = nxt + (m.group(0) if m else "")
-            out.append(chr(int(digits, 8) & 0xFF))
-            i += len(digits) - 1
-        elif nxt == "c" and i < n:
-            out.append(chr(ord(body[i]) & 0x1F))
-            i += 1
-        else:
-            out.append("\\" + nxt)
-    return "".join(out)
+    """The value of `$'body'` (one regex pass; the budget is checked every 4096 escapes)."""
+    if "\\" not in body:
+        return body
+    count = 0
+
+    def one(m: re.Match[str]) -> str:
+        nonlocal count
+        count += 1
+        if not count & 4095:
+            check()
+        hex2, hex4, hex8, octal, ctrl, other = m.groups()
+        digits = hex2 or hex4 or hex8
+        if digits:
+            return chr(min(int(digits, 16), 0x10FFFF))
+        if octal:
+            return chr(int(octal, 8) & 0xFF)
+        if ctrl is not None:
+            return chr(ord(ctrl) & 0x1F)
+        if other in _ANSI:
+            return _ANSI[other]
+        return m.group(0)
+
+    return _ANSI_ESCAPE.sub(one, body)
 
 
 def _match_brace(text: str, start: int) -> int:
@@ -265,33 +265,37 @@ Env = dict[str, tuple[str, ...]]
 """Known values of variables: every literal value the script could give them."""
 
 
-def _param_values(seg: Param, env: Env, home: str) -> tuple[list[str], bool]:
-    """Possible values of a parameter expansion and whether an unknown value is possible."""
+def _param_values(seg: Param, env: Env, home: str, depth: int = 0) -> tuple[list[str], bool]:
+    """Possible values of a parameter expansion and whether an unknown value is possible.
+    Raises TooComplex past MAX_NESTING nested `${x:-${y:-...}}` operands."""
     known = env.get(seg.name)
     values = list(known) if known else []
     unknown = known is None
     if seg.op == "":
         return values, unknown
     if seg.op in (":-", "-", ":=", "="):
-        default, default_dynamic = expand_text(seg.arg, env, home)
+        default, default_dynamic = expand_text(seg.arg, env, home, depth + 1)
         return [*values, default], unknown or default_dynamic
     if seg.op in (":+", "+"):
-        alt, alt_dynamic = expand_text(seg.arg, env, home)
+        alt, alt_dynamic = expand_text(seg.arg, env, home, depth + 1)
         return ["", alt], alt_dynamic
     if seg.op in (":?", "?"):
         return values, unknown
     return [], True
 
 
-def expand_text(text: str, env: Env, home: str) -> tuple[str, bool]:
+def expand_text(text: str, env: Env, home: str, depth: int = 0) -> tuple[str, bool]:
     """A single best value of a word fragment (used for `${x:-default}`)."""
+    if depth > MAX_NESTING:
+        raise TooComplex("parameter expansions nested too deeply")
+    check()
     out: list[str] = []
     dynamic = False
     for seg in lex(text, home):
         if isinstance(seg, Lit):
             out.append(seg.text)
         elif isinstance(seg, Param):
-            vals, unk = _param_values(seg, env, home)
+            vals, unk = _param_values(seg, env, home, depth)
             if vals:
                 out.append(vals[0])
             dynamic = dynamic or unk or not vals
@@ -331,7 +335,9 @@ def expand(text: str, env: Env, home: str) -> Expanded:
 
 
 def expand_segments(text: str, env: Env, home: str) -> Expanded:
-    """`expand` without the shortcut for simple words (every word goes through `lex`)."""
+    """`expand` without the shortcut for simple words (every word goes through `lex`).
+    Raises TooComplex for nesting past MAX_NESTING, OverBudget past the deadline."""
+    check()
     segs = lex(text, home)
     dynamic = False
     glob = False
@@ -339,7 +345,7 @@ def expand_segments(text: str, env: Env, home: str) -> Expanded:
     choices: list[list[tuple[str, bool, bool]]] = []
     for seg in segs:
         if isinstance(seg, Lit):
-            if not seg.quoted and any(c in _GLOB_CHARS for c in seg.text):
+            if not seg.quoted and not _GLOB_CHARS.isdisjoint(seg.text):
                 glob = True
             choices.append([(seg.text, seg.quoted, False)])
         elif isinstance(seg, Param):

@@ -69,6 +69,9 @@ _SHELL_VALUES = _fs("-o", "-O", "+o", "+O", "--rcfile", "--init-file")
 _WATCH_VALUES = _fs("-n", "-d", "-q", "--interval", "--differences", "--equexit")
 
 
+DETACHING = frozenset({"setsid", "nohup", "disown", "daemonize", "coproc"})
+"""Wrappers whose command may outlive the kill of its process group."""
+
 WRAPPERS = frozenset({*_SIMPLE, "env", "command", "exec", "busybox", "coproc", "xargs",
                       "parallel", "flock", "watch", "eval", "trap", "su", "runuser", "script",
                       "find", "fd", "fdfind", *SHELLS})
@@ -266,6 +269,38 @@ def unwrap(argv: list[str]) -> Resolution:
     return res
 
 
+_ENV_LONG = {"ignore-environment": 0, "null": 0, "unset": 1, "chdir": 1, "split-string": 1,
+             "debug": 0, "ignore-signal": 2, "default-signal": 2, "block-signal": 2,
+             "list-signal-handling": 0, "help": 0, "version": 0}
+_ENV_SHORT_VALUE = frozenset("uCSP")
+
+
+def _env_option(args: list[str], i: int) -> tuple[str, str | None, int]:
+    """(canonical option, its value, next index) for `env`'s option at args[i] (GNU getopt:
+    clusters `-iC dir`, attached values `-Cdir`, long prefixes `--ch=dir`); ("?", None, i+1)
+    for an option env does not have."""
+    arg = args[i]
+    if arg.startswith("--"):
+        word, eq, value = arg[2:].partition("=")
+        hits = [w for w in _ENV_LONG if w.startswith(word)] if word else []
+        if len(hits) != 1:
+            return "?", None, i + 1
+        takes = _ENV_LONG[hits[0]]
+        if takes == 1 and not eq:
+            return hits[0], args[i + 1] if i + 1 < len(args) else None, i + 2
+        return hits[0], value if eq else None, i + 1
+    for k, letter in enumerate(arg[1:], start=1):
+        if letter in _ENV_SHORT_VALUE:
+            name = {"u": "unset", "C": "chdir", "S": "split-string", "P": "path"}[letter]
+            rest = arg[k + 1 :]
+            if rest:
+                return name, rest, i + 1
+            return name, args[i + 1] if i + 1 < len(args) else None, i + 2
+        if letter not in "i0v":
+            return "?", None, i + 1
+    return "flags", None, i + 1
+
+
 def _env(args: list[str], res: Resolution) -> list[str]:
     i = 0
     while i < len(args):
@@ -273,25 +308,28 @@ def _env(args: list[str], res: Resolution) -> list[str]:
         if arg == "--":
             i += 1
             break
-        if arg in ("-S", "--split-string") or arg.startswith(("-S", "--split-string=")):
-            if arg in ("-S", "--split-string"):
-                text = args[i + 1] if i + 1 < len(args) else ""
-                i += 2
-            else:
-                text = arg.partition("=")[2] if arg.startswith("--") else arg[2:]
-                i += 1
-            try:
-                split = shlex.split(text)
-            except ValueError:
-                res.findings.append(("ask", "wrapper.unresolved", "env -S string does not split"))
-                split = text.split()
-            return [*split, *args[i:]]
-        if arg in ("-u", "-C", "-P", "--unset", "--chdir"):
-            if arg in ("-C", "--chdir") and i + 1 < len(args):
-                res.reads.append(args[i + 1])
-            i += 2
+        if arg.startswith("-") and arg not in ("-", DYN):
+            name, value, i = _env_option(args, i)
+            if name == "split-string":
+                text = value or ""
+                try:
+                    split = shlex.split(text)
+                except ValueError:
+                    res.findings.append(("ask", "wrapper.unresolved",
+                                         "env -S string does not split"))
+                    split = text.split()
+                return [*split, *args[i:]]
+            if name == "chdir":
+                if value is not None:
+                    res.reads.append(value)
+                # the inner command's directory is not the one the policy judges it in
+                res.findings.append(("ask", "wrapper.chdir", "env -C runs the command in "
+                                     "another directory"))
+            elif name in ("path", "?"):
+                res.findings.append(("ask", "wrapper.unresolved",
+                                     f"env option {arg!r} changes how the command is found"))
             continue
-        if arg.startswith("-") and arg != DYN:
+        if arg == "-":  # `env -` is `env -i`
             i += 1
             continue
         if "=" in arg and not arg.startswith("="):

@@ -32,6 +32,7 @@ from acpd.tools.spec import Effect, ToolSpec
 if TYPE_CHECKING:
     from acpd.policy.decision import Decision as ShellDecision
 
+SHELL_TOOL = "core__bash"
 MODES = ("read-only", "ask", "auto")
 DEFAULT_MODE = "ask"
 DEFAULT_ENABLED = ("core__*",)
@@ -102,8 +103,9 @@ class ToolPolicy:
             return Decision(
                 "deny", f"{spec.name} changes state and the session is read-only", "mode"
             )
+        which = "shell" if spec.id == SHELL_TOOL else "path"
         if shell is not None and shell.verdict == "deny":
-            return Decision("deny", "the shell policy denies it: " + _reasons(shell), "policy")
+            return Decision("deny", f"the {which} policy denies it: " + _reasons(shell), "policy")
         match = self.rules.match(spec, args, cwd)
         if match is not None and match.verdict == "deny":
             return Decision("deny", f"denied by the rule {match.rule.pattern!r}", "rule")
@@ -116,10 +118,12 @@ class ToolPolicy:
             return Decision("ask", f"the rule {match.rule.pattern!r} asks first", "user")
         if shell is not None:
             if shell.verdict == "ask":
-                return Decision("ask", "the shell policy asks first: " + _reasons(shell), "user")
+                return Decision("ask", f"the {which} policy asks first: " + _reasons(shell),
+                                "user")
             if match is not None:
                 return Decision("allow", f"allowed by the rule {match.rule.pattern!r}", "rule")
-            return Decision("allow", "allowed by the shell policy", "policy")
+            if spec.id == SHELL_TOOL:
+                return Decision("allow", "allowed by the shell policy", "policy")
         if match is not None:
             return Decision("allow", f"allowed by the rule {match.rule.pattern!r}", "rule")
         if not changes:
@@ -127,6 +131,12 @@ class ToolPolicy:
         if mode == "auto":
             return Decision("allow", "auto mode", "mode")
         return Decision("ask", f"{spec.name} needs approval in ask mode", "user")
+
+    def rules_hash(self) -> str:
+        """A digest of the enabled tools and the rules (what a reload announces)."""
+        canonical = json.dumps({"enabled": self.enabled, "rules": self.rules.describe()},
+                               sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
     def policy_hash(self, mode: str) -> str:
         """A digest of everything that decides (enabled tools, rules, mode): an audit line
@@ -153,7 +163,16 @@ def approval_key(spec: ToolSpec, args: dict[str, Any]) -> str:
     path, what the parser cannot read to the letter) binds to a digest of the exact text, so
     approving `ls` never approves `ls; rm -rf ~` or `python -c '<other code>'`. It never lifts
     a shell policy deny (`decide` checks that first).
+
+    A file tool call that names a path that may lie outside the workspace (absolute, `~`, or
+    with a `..` component: what the path policy asks about) binds to those paths, so "always
+    allow" on reading `/etc/hosts` is not "always allow" on reading anything outside.
     """
+    paths = [args.get(f) for f in ("path", "source", "destination")]
+    named = [p for p in paths if isinstance(p, str)]
+    if any(p.startswith(("/", "~")) or ".." in p.split("/") for p in named):
+        digest = hashlib.sha256("\0".join(named).encode("utf-8", "surrogatepass")).hexdigest()
+        return f"{spec.id}#paths:{digest[:32]}"
     command = args.get("command")
     if isinstance(command, str):
         from acpd.policy.binaries import single_binary

@@ -4,8 +4,11 @@ A rule is a glob matched case-insensitively on the tool's input: the command for
 path for the file tools (a move or a copy has two). Among the rules that match, the strictest
 wins (deny > ask > allow), whatever their order: adding an allow rule can never open what a
 deny rule closed. Paths are matched in two normalised forms, relative to the workspace and
-absolute, so `./x`, `x` and `/ws/x` all meet a rule written `x` (symlinks are the sandbox's
-business, which checks real paths; rules see what the model wrote, normalised).
+absolute, so `./x`, `x` and `/ws/x` all meet a rule written `x`, and in the same two forms of
+the real path (symlinks resolved), so `s2/x` where `s2 -> secret` meets a rule written
+`secret/**`. That is the decision, before the call runs; while it runs the file tools match
+the deny and ask rules again on the real path of each file they open (tools/fs/pathguard.py),
+so a link created or swapped after the decision is caught too.
 """
 
 from __future__ import annotations
@@ -87,11 +90,22 @@ def subjects(args: dict[str, Any], cwd: str) -> list[str]:
     if isinstance(command, str):
         return [command]
     found: list[str] = []
+    real_cwd = os.path.realpath(cwd)
     for field in PATH_FIELDS:
         value = args.get(field)
-        if isinstance(value, str) and value:
+        if isinstance(value, str) and value and "\x00" not in value:
+            if value == "~" or value.startswith("~/"):
+                value = os.path.expanduser(value)
             absolute = os.path.normpath(os.path.join(cwd, value))
-            inside = absolute == cwd or absolute.startswith(cwd.rstrip("/") + "/")
-            found += [os.path.relpath(absolute, cwd) if inside else absolute, absolute]
+            found += _forms(absolute, cwd)
+            real = os.path.realpath(absolute)
+            if real != absolute:
+                found += _forms(real, real_cwd)
     # A tool with neither still meets the rules written for all its calls ("*").
-    return found or [""]
+    return list(dict.fromkeys(found)) or [""]
+
+
+def _forms(absolute: str, cwd: str) -> list[str]:
+    """`absolute` relative to `cwd` when inside it, and as it is."""
+    inside = absolute == cwd or absolute.startswith(cwd.rstrip("/") + "/")
+    return [os.path.relpath(absolute, cwd) if inside else absolute, absolute]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +13,7 @@ from acpd.tools.approvals import ApprovalBook
 from acpd.tools.audit import AuditLog
 from acpd.tools.builtin import core_registry
 from acpd.tools.filters import FilterSettings, load_filter_set
+from acpd.tools.fs.pathguard import PathSource
 from acpd.tools.output import OutputStage
 from acpd.tools.outputreload import OutputReloader, SettingsLoader
 from acpd.tools.overflow import OverflowSettings
@@ -20,6 +21,7 @@ from acpd.tools.permissions import ToolPolicy
 from acpd.tools.pipeline import ToolPipeline
 from acpd.tools.retry import RetryPolicy
 from acpd.tools.rules import RuleSet
+from acpd.tools.rulesreload import RulesReloader, rules_loader
 from acpd.tools.shellpolicy import ShellPolicies, ShellPolicySettings
 from acpd.tools.state import SessionToolSettings
 
@@ -55,9 +57,16 @@ def build_toolkit(
     Raises RegistrationError for a bad executor order or tool. An audit log that cannot be
     opened refuses every tool call, saying why (a daemon that cannot audit runs no tools).
     """
-    registry = core_registry(
-        tools.file.tools_config(), tools.executor_order, tools.web.fetch_settings()
-    )
+    sh = tools.shell
+    shell = ShellPolicies(ShellPolicySettings(
+        Path(sh.policy_file) if sh.policy_file else None, sh.trust,
+        tuple(sh.trusted_workspaces), tuple(sh.plugin_paths()),
+    ))
+    # The file tools judge paths with the shell's path rules and the permission rules, both
+    # as they are at each call (the rules are bound to the pipeline once it exists).
+    paths = PathSource(shell)
+    registry = core_registry(replace(tools.file.tools_config(), paths=paths),
+                             tools.executor_order, tools.web.fetch_settings())
     policy = ToolPolicy(tools.enabled, RuleSet(tools.rule_entries()))
     audit = None
     if data_dir is not None and tools.audit.enabled:
@@ -72,14 +81,10 @@ def build_toolkit(
         AnomalySettings(a.enabled, a.window_size, a.failure_threshold, a.min_calls, a.auto_block),
     )
     book = ApprovalBook(data_dir / APPROVALS_DIR if data_dir is not None else None)
-    sh = tools.shell
-    shell = ShellPolicies(ShellPolicySettings(
-        Path(sh.policy_file) if sh.policy_file else None, sh.trust,
-        tuple(sh.trusted_workspaces), tuple(sh.plugin_paths()),
-    ))
     output = build_output_stage(tools, config_dir)
     pipeline = ToolPipeline(registry, policy, audit, retry, shell, output=output,
                             checkpoints=build_checkpoints(tools, data_dir))
+    paths.tool_rules = lambda: pipeline.policy.rules
     reloader = None
     if config_dir is not None or config_file is not None:
         reloader = OutputReloader(
@@ -87,6 +92,9 @@ def build_toolkit(
             load_settings=_settings_loader(reload_tools) if reload_tools is not None else None,
         )
         shell.add_watcher(reloader.watch)
+    if config_file is not None and reload_tools is not None:
+        rules = RulesReloader(pipeline, config_file, rules_loader(reload_tools), shell)
+        shell.add_watcher(rules.watch)
     return Toolkit(pipeline, settings, book, reloader)
 
 

@@ -14,6 +14,7 @@ happen before `initialize` is answered.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("acpd.shellpolicy")
 
 SHELL_TOOL = "core__bash"
+INLINE_JUDGE_CHARS = 512
+"""Command lines up to this long are judged on the event loop (well under a millisecond);
+longer ones on a worker thread."""
 WORKSPACE_PLUGINS = (".acpd", "plugins")
 TrustLevel = Literal["untrusted", "provisional", "trusted"]
 StartSoon = Callable[[Callable[[], Awaitable[None]]], None]
@@ -77,6 +81,8 @@ class ShellPolicies:
         self._closed = False
         self._watchers: list[Watcher] = []
         self._watchers_stop: anyio.Event | None = None
+        self._config_notice: str | None = None
+        self._config_told: set[str] = set()
 
     # --- per workspace ----------------------------------------------------------------------
 
@@ -126,7 +132,13 @@ class ShellPolicies:
 
         try:
             handle = await self.handle_for(cwd, session_id)
-            return handle.judge(command, cwd=cwd, roots=roots, trust=self.trust_for(cwd))
+            judge = functools.partial(handle.judge, command, cwd=cwd, roots=roots,
+                                      trust=self.trust_for(cwd), sandboxed=confined())
+            if len(command) <= INLINE_JUDGE_CHARS:
+                return judge()
+            # A long command line can take up to the policy's time budget (50 ms): judge it
+            # on a worker thread so that other sessions' messages are not held up meanwhile.
+            return await anyio.to_thread.run_sync(judge)
         except Exception as exc:  # fail closed: a broken policy must not let commands through
             log.exception("the shell policy could not judge a command")
             reason = f"the shell policy could not judge this command ({type(exc).__name__}: {exc})"
@@ -194,8 +206,12 @@ class ShellPolicies:
         assert entry.stop is not None
         targets = entry.handle.watch_targets()
         try:
-            async for _changes in watch_paths(targets, debounce_ms=self.settings.debounce_ms,
-                                              stop_event=entry.stop):
+            # The first (empty) batch comes once the watch is in place: a change made between
+            # the handle's build and that instant is caught by `astale` (issue 9, item 6).
+            async for changes in watch_paths(targets, debounce_ms=self.settings.debounce_ms,
+                                             stop_event=entry.stop, ready=True):
+                if not changes and not await entry.handle.astale():
+                    continue
                 report = await entry.handle.arebuild()
                 await self._reported(entry, report)
         except Exception:  # the daemon goes on with the last good policy
@@ -216,12 +232,26 @@ class ShellPolicies:
             await self._notify("_acpd/policy_reloaded", reload_params(report))
 
     def take_notice(self, session_id: str) -> str | None:
-        """The error line owed to a session (once), shown to it at its next turn."""
+        """The error lines owed to a session (once), shown to it at its next turn."""
+        lines = []
         for entry in self._entries.values():
             line = entry.notices.pop(session_id, None)
             if line is not None:
-                return line
-        return None
+                lines.append(line)
+                break
+        if self._config_notice is not None and session_id not in self._config_told:
+            self._config_told.add(session_id)
+            lines.append(self._config_notice)
+        return "\n\n".join(lines) if lines else None
+
+    async def config_reloaded(self, params: dict[str, Any], notice: str | None) -> None:
+        """Another part of the policy (config.toml's permission rules) was reloaded: announce
+        it like a policy reload; `notice` (None: all is well again) is owed to every session,
+        once, at its next prompt."""
+        self._config_notice = notice
+        self._config_told = set()
+        if self._notify is not None:
+            await self._notify("_acpd/policy_reloaded", params)
 
     def close(self) -> None:
         """Stop every watcher (the connection is ending)."""
@@ -249,17 +279,44 @@ class _Env(Protocol):
     session_id: str
 
 
+def confined() -> bool:
+    """Will bash commands run inside the kernel sandbox? Both runners (editor terminal and
+    local) confine every command when it is available, so the decision may count on it. Only
+    bubblewrap qualifies: the policy then relies on its PID namespace (every process dies with
+    the command) as well as on its file and network rules, which sandbox-exec does not give."""
+    from acpd.sandbox.status import sandbox_status
+
+    status = sandbox_status()
+    return status.available and status.kind == "bwrap"
+
+
 async def judge_call(shell: ShellPolicies | None, spec: ToolSpec, args: dict[str, Any],
                      env: _Env) -> Decision | None:
-    """The shell policy's decision for a bash call, or its network gate for a network tool;
-    None for other tools (or no policy)."""
+    """The shell policy's decision for a bash call, its network gate for a network tool, and
+    its path rules' decision for a file tool call (None when every path is allowed, so the
+    mode and the rules decide as for any call); None for other tools (or no policy)."""
     if spec.network:
         if shell is None:  # no policy to say allow_network = true: fail closed
             from acpd.policy.decision import Decision
 
             return Decision("deny", ("no shell policy allows network access",), ("network",), "")
         return await shell.judge_network(cwd=env.cwd, session_id=env.session_id)
-    command = args.get("command")
-    if shell is None or spec.id != SHELL_TOOL or not isinstance(command, str):
+    if shell is None:
         return None
-    return await shell.judge(command, cwd=env.cwd, roots=env.roots, session_id=env.session_id)
+    command = args.get("command")
+    if spec.id == SHELL_TOOL and isinstance(command, str):
+        return await shell.judge(command, cwd=env.cwd, roots=env.roots,
+                                 session_id=env.session_id)
+    from acpd.tools.fs.pathguard import PATH_ARGS, prejudge
+
+    if spec.id not in PATH_ARGS:
+        return None
+    from acpd.policy.decision import Decision
+
+    try:
+        handle = await shell.handle_for(env.cwd, env.session_id)
+        return prejudge(handle.current, spec.id, args, env.cwd, env.roots)
+    except Exception as exc:  # fail closed, as for bash
+        log.exception("the path policy could not judge a file tool call")
+        reason = f"the path policy could not judge this call ({type(exc).__name__}: {exc})"
+        return Decision("deny", (reason[:500],), ("policy.error",), "")

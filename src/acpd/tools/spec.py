@@ -96,6 +96,10 @@ class ToolContext:
     output_byte_limit: int = 1 << 20
     overflow: OverflowAccess | None = None
     """This session's stored overflow entries (read_overflow); None where nothing is stored."""
+    approved: bool = False
+    """The user approved this call (now, or with an earlier "always allow"): what the policy
+    asks about and the tool meets again while it runs (a path outside the workspace) is
+    covered; anything else that would ask is refused at run time."""
 
 
 Executor = Callable[[Any, ToolContext], Awaitable[ToolOutput]]

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Literal
 
 from acpd.tools.fs.globs import ReadPolicy
+from acpd.tools.fs.pathguard import PathGuard, PathSource
 from acpd.tools.fs.resolve import choose_resolver
 from acpd.tools.fs.sandbox import Sandbox
 from acpd.tools.spec import ToolContext
+
+
+@functools.lru_cache(maxsize=32)
+def _read_policy(deny: tuple[str, ...], allow: tuple[str, ...]) -> ReadPolicy:
+    return ReadPolicy(deny, allow)
 
 
 @dataclass(frozen=True)
@@ -27,15 +34,23 @@ class FileToolsConfig:
     grep_max_file_bytes: int = 4 * 1024 * 1024
     walk_limit: int = 100_000
     """Entries a find_path, grep, copy_path or move_path check may visit."""
+    paths: PathSource | None = field(default=None, compare=False)
+    """Where each call gets its path policy (the shell's `[paths]` and the permission rules,
+    current at the call); None: only deny_read/allow_read and the roots apply."""
+    guard: PathGuard | None = field(default=None, compare=False)
+    """The path policy of the call being run (set per call from `paths`)."""
     policy: ReadPolicy = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "policy", ReadPolicy(self.deny_read, self.allow_read))
+        object.__setattr__(self, "policy", _read_policy(self.deny_read, self.allow_read))
+
+    def roots_for(self, ctx: ToolContext) -> tuple[str, ...]:
+        return self.allowed_paths or ctx.roots or (ctx.cwd,)
 
     def sandbox(self, ctx: ToolContext) -> Sandbox:
         """A sandbox over `allowed_paths` (or the session's roots, or its cwd).
 
         Raises ToolError(PolicyBlocked) when no root can be opened.
         """
-        roots = self.allowed_paths or ctx.roots or (ctx.cwd,)
-        return Sandbox(roots, ctx.cwd, self.policy, choose_resolver(self.resolver))
+        return Sandbox(self.roots_for(ctx), ctx.cwd, self.policy,
+                       choose_resolver(self.resolver), guard=self.guard)

@@ -5,6 +5,11 @@ moves it, copy copies it as a link (same target text, never dereferenced; a read
 copy is still resolved beneath the root, so a link pointing outside stays unreadable). A
 trailing slash on a symlink is refused rather than followed. Roots and their ancestors can
 neither be deleted nor moved.
+
+The call's path policy judges every path the operation changes, on real paths: a delete or a
+move writes (removes) every entry of its source tree, a move or a copy writes every entry it
+creates under its destination (so moving a directory to `.git/hooks` is judged as writing
+`.git/hooks/<each file>`), and a move or a copy reads every file of its source.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from acpd.tools.fs.atomic import remove_stale_temps, temp_name
 from acpd.tools.fs.config import FileToolsConfig
 from acpd.tools.fs.errors import blocked, failed, from_os_error
 from acpd.tools.fs.params import PathParams, SourceDestinationParams
+from acpd.tools.fs.pathguard import Mode
 from acpd.tools.fs.sandbox import DIR_FLAGS, Entry, Sandbox, inside
 from acpd.tools.fs.syscalls import rename_noreplace
 from acpd.tools.fs.walk import SUBDIR_FLAGS, Budget, walk
@@ -67,11 +73,40 @@ async def create_directory(args: PathParams, ctx: ToolContext, cfg: FileToolsCon
     return ToolOutput(said, raw={"path": real, "created": not existed})
 
 
+def check_tree(
+    sb: Sandbox, cfg: FileToolsConfig, entry: Entry, st: os.stat_result,
+    checks: list[tuple[Mode, str]],
+) -> None:
+    """Judge each (mode, base) of `checks` for `base` and, when `entry` is a directory, for
+    `base/<rel>` of every entry below it (`base` is where the tree is, or will be, really).
+
+    Raises ToolError(PolicyBlocked) for the first refusal, PermanentFailure for a tree over
+    the walk limit.
+    """
+    if sb.guard is None:
+        return
+    for mode, base in checks:
+        sb.check(mode, base, entry.shown)
+    if not stat.S_ISDIR(st.st_mode):
+        return
+    fd = os.open(entry.name, SUBDIR_FLAGS, dir_fd=entry.parent.fd)
+    try:
+        budget = Budget(cfg.walk_limit)
+        for item in walk(fd, budget):
+            for mode, base in checks:
+                sb.check(mode, os.path.join(base, item.rel), f"{entry.shown}/{item.rel}")
+        if budget.exhausted:
+            raise failed(f"{entry.shown} has more than {cfg.walk_limit} entries")
+    finally:
+        os.close(fd)
+
+
 def _delete(cfg: FileToolsConfig, ctx: ToolContext, path: str) -> str:
     with cfg.sandbox(ctx) as sb:
         entry = sb.entry(path)
         try:
             st = existing(entry)
+            check_tree(sb, cfg, entry, st, [("write", entry.real)])
             if stat.S_ISDIR(st.st_mode):
                 # fd-based: shutil.rmtree with dir_fd never follows a symlink inside the tree.
                 shutil.rmtree(entry.name, dir_fd=entry.parent.fd)
@@ -130,10 +165,13 @@ def _move(cfg: FileToolsConfig, ctx: ToolContext, args: SourceDestinationParams)
         try:
             st = existing(src)
             check_readable_tree(sb, cfg, src, st)
+            check_tree(sb, cfg, src, st, [("read", src.real), ("write", src.real),
+                                          ("write", sb.would_be(args.destination))])
             dst = sb.entry(args.destination, make_parents=True)
             try:
                 if stat.S_ISDIR(st.st_mode) and inside(dst.real, src.real):
                     raise failed(f"cannot move {args.source} into itself")
+                check_tree(sb, cfg, src, st, [("write", dst.real)])
                 rename_noreplace(src.parent.fd, src.name, dst.parent.fd, dst.name)
                 return dst.real
             finally:
@@ -224,9 +262,11 @@ def _copy(
         dst: Entry | None = None
         try:
             st = existing(src)
+            check_tree(sb, cfg, src, st, [("write", sb.would_be(args.destination))])
             dst = sb.entry(args.destination, make_parents=True)
             if stat.S_ISDIR(st.st_mode) and inside(dst.real, src.real):
                 raise failed(f"cannot copy {args.source} into itself")
+            check_tree(sb, cfg, src, st, [("write", dst.real)])
             if dst.lstat() is not None:
                 raise FileExistsError(errno.EEXIST, "exists", args.destination)
             copier = Copier(sb, cfg, src)

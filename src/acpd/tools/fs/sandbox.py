@@ -3,14 +3,20 @@
 A path the model sends is mapped lexically onto one allowed root (never through realpath), and
 the rest is resolved by the kernel beneath that root's fd (openat2 RESOLVE_BENEATH |
 RESOLVE_NO_MAGICLINKS) or by the component walk of `resolve.WalkResolver`. The opened fd's real
-path (`/proc/self/fd/N`) is then checked once more and matched against deny_read/allow_read.
+path (`/proc/self/fd/N`) is then checked once more and matched against deny_read/allow_read
+and the call's path policy (`PathGuard`: the shell's `[paths]` and the permission rules).
 Nothing is opened by path name after the check, so a symlink swapped in meanwhile cannot
 redirect the open.
+
+With a path policy, a path outside every root is not refused outright: it is opened from "/"
+(openat2 RESOLVE_NO_MAGICLINKS, symlinks followed) and its real path is judged like any other
+(read_roots/write_roots, then outside_read/outside_write, "ask" only with the call approved).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
@@ -20,7 +26,9 @@ from dataclasses import dataclass
 from acpd.tools.errors import ToolError
 from acpd.tools.fs.errors import blocked, failed, from_os_error, invalid
 from acpd.tools.fs.globs import ReadPolicy
+from acpd.tools.fs.pathguard import Mode, PathGuard
 from acpd.tools.fs.resolve import MAX_SYMLINK_HOPS, Resolver, choose_resolver
+from acpd.tools.fs.syscalls import RESOLVE_NO_MAGICLINKS, openat2, openat2_available
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -31,6 +39,8 @@ class Root:
     given: str
     real: str
     fd: int
+    outside: bool = False
+    """The file-system root, for paths outside the workspace (judged by the path policy)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,10 +115,12 @@ class Sandbox:
 
     def __init__(
         self, roots: Sequence[str], cwd: str, policy: ReadPolicy | None = None,
-        resolver: Resolver | None = None,
+        resolver: Resolver | None = None, guard: PathGuard | None = None,
     ) -> None:
         """Raises ToolError(PolicyBlocked) when no root can be opened."""
         self.policy = policy or ReadPolicy()
+        self.guard = guard
+        self._outside: Root | None = None
         self.resolver = resolver or choose_resolver()
         self.cwd = clean_path(os.path.abspath(cwd))
         self.roots: list[Root] = []
@@ -137,10 +149,34 @@ class Sandbox:
         self.close()
 
     def close(self) -> None:
-        for root in self.roots:
+        for root in [*self.roots, *([self._outside] if self._outside else [])]:
             with contextlib.suppress(OSError):
                 os.close(root.fd)
         self.roots = []
+        self._outside = None
+
+    def check(self, mode: Mode, real: str, shown: str) -> None:
+        """The call's path policy on a real path. Raises ToolError(PolicyBlocked)."""
+        if self.guard is not None:
+            self.guard.check(mode, real, shown)
+
+    def would_be(self, path: str | Target) -> str:
+        """Where `path` would be, by realpath: only to refuse early, before a call creates
+        parent directories; the check that counts is made on what is then opened."""
+        target = path if isinstance(path, Target) else self.locate(path)
+        return os.path.realpath(os.path.join(target.root.real, target.rel))
+
+    def precheck(self, mode: Mode, path: str | Target) -> None:
+        """The path policy on `would_be(path)`. Raises ToolError(PolicyBlocked)."""
+        if self.guard is not None:
+            target = path if isinstance(path, Target) else self.locate(path)
+            self.guard.check(mode, self.would_be(target), target.shown)
+
+    def outside_root(self) -> Root:
+        if self._outside is None:
+            fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            self._outside = Root("/", "/", fd, outside=True)
+        return self._outside
 
     # --- mapping ------------------------------------------------------------------------
 
@@ -163,6 +199,9 @@ class Sandbox:
                     rest = absolute[len(prefix) :].split("/")
                     parts = tuple(p for p in rest if p)
                     return Target(root, parts, must_be_dir and bool(parts), path)
+        if self.guard is not None and self.guard.reaches_outside:
+            parts = tuple(p for p in absolute.split("/") if p)
+            return Target(self.outside_root(), parts, must_be_dir and bool(parts), path)
         shown = ", ".join(r.given for r in self.roots)
         raise blocked(f"{path} is outside the workspace ({shown})")
 
@@ -177,6 +216,11 @@ class Sandbox:
         return real
 
     # --- opening ------------------------------------------------------------------------
+
+    def _from_outside(self, target: Target) -> Target:
+        """The same path, taken from "/" (the root's real path, then the parts)."""
+        parts = tuple(p for p in target.root.real.split("/") if p) + target.parts
+        return Target(self.outside_root(), parts, target.must_be_dir, target.shown)
 
     def real_of(self, fd: int) -> str:
         """The kernel's path for `fd`. Raises ToolError when it cannot be known."""
@@ -197,8 +241,16 @@ class Sandbox:
         if target.must_be_dir:
             flags |= os.O_DIRECTORY
         try:
-            fd = self.resolver.open(target.root.fd, target.rel, flags)
+            if target.root.outside:
+                fd = _open_outside(target.root.fd, target.rel, flags)
+            else:
+                fd = self.resolver.open(target.root.fd, target.rel, flags)
         except OSError as exc:
+            if exc.errno == errno.EXDEV and self.guard is not None and (
+                    self.guard.reaches_outside):
+                # A link out of the workspace: what it reaches is judged by the path policy
+                # (outside_read/outside_write, deny patterns) on the real path of the fd.
+                return self.resolve(self._from_outside(target), flags)
             raise from_os_error(exc, target.shown) from None
         try:
             real = self.real_of(fd)
@@ -246,6 +298,7 @@ class Sandbox:
         reason = self.policy.refusal(real, root.real)
         if reason is not None:
             raise blocked(reason)
+        self.check("read", real, shown)
 
     def open_dir(self, path: str | Target, *, check_policy: bool = True) -> Opened:
         """Open a directory (O_RDONLY, for listing and as a dir_fd).
@@ -257,9 +310,13 @@ class Sandbox:
         opened = self.resolve(target, DIR_FLAGS)
         if check_policy:
             reason = self.policy.refusal(opened.real, opened.root.real, is_dir=True)
-            if reason is not None:
+            try:
+                if reason is not None:
+                    raise blocked(reason)
+                self.check("read", opened.real, target.shown)
+            except ToolError:
                 opened.close()
-                raise blocked(reason)
+                raise
         return opened
 
     def entry(self, path: str | Target, *, make_parents: bool = False) -> Entry:
@@ -289,6 +346,8 @@ class Sandbox:
         files with several links; PermanentFailure for directories.
         """
         target = path if isinstance(path, Target) else self.locate(path)
+        if make_parents:
+            self.precheck("write", target)
         for _ in range(MAX_SYMLINK_HOPS):
             entry = self.entry(target, make_parents=make_parents)
             try:
@@ -296,11 +355,18 @@ class Sandbox:
                 if st is None:
                     if target.must_be_dir:
                         raise failed(f"{target.shown} ends with / but is not a directory")
+                    self.check("write", entry.real, target.shown)
                     return entry
                 if stat.S_ISLNK(st.st_mode):
                     link = os.readlink(entry.name, dir_fd=entry.parent.fd)
                     if link.startswith("/"):
-                        raise blocked(f"{target.shown} is a symlink to an absolute path: refused")
+                        if self.guard is None or not self.guard.reaches_outside:
+                            raise blocked(
+                                f"{target.shown} is a symlink to an absolute path: refused")
+                        # judged on where it lands, like any path outside the workspace
+                        target = self.target_in(self.outside_root(), link, target.shown)
+                        entry.close()
+                        continue
                     rel = os.path.relpath(entry.parent.real, entry.root.real)
                     target = self.target_in(entry.root, f"{rel}/{link}", target.shown)
                     entry.close()
@@ -311,6 +377,7 @@ class Sandbox:
                     raise blocked(f"{target.shown} is not a regular file: refused")
                 if st.st_nlink > 1:
                     raise blocked(f"{target.shown} has {st.st_nlink} hard links: refused")
+                self.check("write", entry.real, target.shown)
                 return entry
             except ToolError:
                 entry.close()
@@ -329,6 +396,7 @@ class Sandbox:
         target = path if isinstance(path, Target) else self.locate(path)
         with contextlib.suppress(ToolError):
             return self.resolve(target, DIR_FLAGS)
+        self.precheck("write", target)
         for i in range(1, len(target.parts) + 1):
             step = Target(target.root, target.parts[:i], False, target.shown)
             try:
@@ -340,6 +408,7 @@ class Sandbox:
             parent = self.resolve(Target(target.root, target.parts[: i - 1], False, target.shown),
                                   DIR_FLAGS)
             try:
+                self.check("write", os.path.join(parent.real, target.parts[i - 1]), target.shown)
                 os.mkdir(target.parts[i - 1], 0o777, dir_fd=parent.fd)
             except FileExistsError:
                 pass
@@ -348,6 +417,14 @@ class Sandbox:
             finally:
                 parent.close()
         return self.resolve(target, DIR_FLAGS)
+
+
+def _open_outside(root_fd: int, rel: str, flags: int) -> int:
+    """Open a path outside the workspace from "/": symlinks are followed (what counts is the
+    real path of the fd, judged afterwards), /proc magic links are not."""
+    if openat2_available():
+        return openat2(root_fd, rel or ".", flags | os.O_CLOEXEC, resolve=RESOLVE_NO_MAGICLINKS)
+    return os.open("/" + rel, flags | os.O_CLOEXEC)
 
 
 @contextlib.contextmanager

@@ -89,7 +89,9 @@ def _grep_fd(sb: Sandbox, state: GrepState, opened: Opened, shown: str) -> None:
             return state.skip("not regular files")
         if st.st_nlink > 1:
             return state.skip("hard-linked files")
-        if sb.policy.refusal(opened.real, opened.root.real) is not None:
+        if sb.policy.refusal(opened.real, opened.root.real) is not None or (
+            sb.guard is not None and not sb.guard.allows("read", opened.real)
+        ):
             return state.skip("files refused by the read policy")
         if st.st_size > state.max_bytes:
             return state.skip("files over the size limit")

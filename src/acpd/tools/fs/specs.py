@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -36,9 +37,13 @@ LOGGED_RESULT = ("path", "truncated", "entries", "bytes", "source", "target", "m
 Impl = Callable[[P, ToolContext, FileToolsConfig], Awaitable[ToolOutput]]
 
 
-def _bind(impl: Impl[P], cfg: FileToolsConfig) -> Executor:
+def _bind(impl: Impl[P], cfg: FileToolsConfig, tool_id: str, name: str) -> Executor:
     async def execute(args: Any, ctx: ToolContext) -> ToolOutput:
-        return await impl(args, ctx, cfg)
+        if cfg.paths is None:
+            return await impl(args, ctx, cfg)
+        # The path policy as it is now (a reload applies at once), judged on real paths.
+        guard = await cfg.paths.guard(ctx, tool_id, name, cfg.roots_for(ctx))
+        return await impl(args, ctx, dataclasses.replace(cfg, guard=guard))
 
     execute.__name__ = getattr(impl, "__name__", "execute")
     return execute
@@ -64,7 +69,8 @@ def make_fs_specs(cfg: FileToolsConfig | None = None) -> list[ToolSpec]:
         `logged` arguments, and only the size of any other (content, edit strings)."""
         return ToolSpec(
             id=f"core__{name}", name=name, description=description, params=params,
-            effect=effect, kind=kind_for(name), execute=_bind(impl, cfg), title=title,
+            effect=effect, kind=kind_for(name), execute=_bind(impl, cfg, f"core__{name}", name),
+            title=title,
             locations=_at(*fields), redaction=redaction((*fields, *logged), LOGGED_RESULT),
         )
 

@@ -73,7 +73,8 @@ def _vet_write(cfg: FileToolsConfig, ctx: ToolContext, path: str) -> tuple[str, 
             raise from_os_error(exc, path) from None
         finally:
             entry.close()
-        readable = exists and sb.policy.refusal(entry.real, entry.root.real) is None
+        readable = exists and sb.policy.refusal(entry.real, entry.root.real) is None and (
+            sb.guard is None or sb.guard.allows("read", entry.real))
         return entry.real, readable
 
 

@@ -1,5 +1,11 @@
 """What a strategy is, and the helpers every strategy shares (parameter parsing, matching)."""
 
+# The regexes written in the strategies (module constants, built in) run on Python's `re`:
+# each was reviewed as linear (no nested or overlapping unbounded quantifiers; anchored where
+# they repeat), and tests/filters/test_builtin_regexes.py runs all of them over long hostile
+# lines. Patterns from filters.toml or the config never come here uncompiled: they go through
+# `safety.compile_pattern`, which uses RE2.
+
 from __future__ import annotations
 
 import re
@@ -7,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from acpd.tools.filters.safety import MAX_MATCH_CHARS, combine, compile_pattern
+from acpd.tools.filters.safety import combine, compile_pattern
 from acpd.tools.filters.types import StageResult
 
 
@@ -89,9 +95,7 @@ def choice_param(table: Mapping[str, Any], key: str, choices: tuple[str, ...]) -
 
 
 def hit(pattern: re.Pattern[str], line: str) -> bool:
-    """Search one line, on at most MAX_MATCH_CHARS characters (bounds the worst case)."""
-    if len(line) > MAX_MATCH_CHARS:
-        line = line[:MAX_MATCH_CHARS]
+    """Search one whole line (configured patterns run on RE2: linear in the line)."""
     return pattern.search(line) is not None
 
 

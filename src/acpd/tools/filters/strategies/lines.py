@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from itertools import filterfalse
 from typing import Any
 
-from acpd.tools.filters.safety import MAX_MATCH_CHARS
 from acpd.tools.filters.strategies.base import (
     CHECK_EVERY,
     Budget,
@@ -23,6 +22,9 @@ from acpd.tools.filters.strategies.base import (
 from acpd.tools.filters.strategies.normalize import block_keys
 from acpd.tools.filters.types import FilterConfidence, StageResult
 
+LONG_BLOCK_CHARS = 1 << 20
+"""A block of lines longer than this in total is matched line by line, budget in between."""
+
 FULL, PARTIAL, FALLBACK = FilterConfidence.FULL, FilterConfidence.PARTIAL, FilterConfidence.FALLBACK
 
 
@@ -35,11 +37,12 @@ def _select(
     for start in range(0, len(lines), CHECK_EVERY):
         budget.check()
         block = lines[start : start + CHECK_EVERY]
-        if max(map(len, block), default=0) <= MAX_MATCH_CHARS:
-            # No line needs cutting: select in C (`filter` calls `search` per line).
+        if sum(map(len, block)) <= LONG_BLOCK_CHARS:
+            # Select in C (`filter` calls `search` per line); RE2 is linear in the text.
             out.extend(pick(search, block))
             continue
-        for line in block:
+        for line in block:  # long lines: the budget is checked between them
+            budget.check()
             if hit(pattern, line) is keep_hits:
                 out.append(line)
     return out

@@ -1,0 +1,111 @@
+"""The time budget of one decision: judging stops cooperatively when it runs out.
+
+A decision gets a budget (`[policy] budget_ms`, 50 ms by default). The parser (through
+tree-sitter's progress callback), the parser walk, the engine's loops and the word
+computation call `check()` at points that bound the work between two calls; once the budget
+is spent `check` raises `OverBudget` and the judge answers ask with a reason (never allow:
+what was not judged was not found safe). Inputs too deep or too wide to model (nesting past
+the limits of `words` and `braces`) raise `TooComplex`, which ends the same way.
+
+The budget counts the CPU time of the judging thread (`time.thread_time`), so a decision on a
+busy machine or behind other threads waiting for the GIL is not cut short for time it did not
+use. The thread's CPU clock is read when the decision starts and then only when the cheap wall
+clock says the budget could be spent (wall time never runs slower than CPU time).
+The checks stop work at CHECKED_SHARE of the budget, so that what runs between two checks
+and the answer itself fit in the rest.
+
+Garbage collection is not the command's cost either: a full collection in a large process can
+take tens of milliseconds on whatever thread triggers it, so the time the collector spends on
+the judging thread (measured with `gc.callbacks` on the wall clock) is left out.
+
+The state lives in a thread-local so that deep helpers need no extra parameter; one judge
+call sets it and restores the previous one, and judges on other threads have their own.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+CHECKED_SHARE = 0.7
+
+_local = threading.local()
+
+
+class OverBudget(Exception):
+    """The decision used up its time budget."""
+
+
+class TooComplex(Exception):
+    """The input nests deeper (or expands wider) than the judge models."""
+
+
+def _gc_clock(phase: str, _info: dict[str, Any]) -> None:
+    """Account the collector's time to the thread it runs on (while it judges)."""
+    current: _Budget | None = getattr(_local, "budget", None)
+    if current is None:
+        return
+    if phase == "start":
+        current.gc_started = time.perf_counter()
+    elif current.gc_started:
+        current.gc_spent += time.perf_counter() - current.gc_started
+        current.gc_started = 0.0
+
+
+@dataclass(slots=True)
+class _Budget:
+    cpu_start: float
+    allowed: float
+    """Seconds of this thread's CPU time the decision may use."""
+    next_look: float
+    """No check before this wall-clock time can find the budget spent."""
+    gc_spent: float = 0.0
+    gc_started: float = 0.0
+
+
+def start(budget_ms: float) -> _Budget | None:
+    """Give this thread's decision `budget_ms`; return the previous budget (restore it with
+    `restore`, so that a nested judge keeps the outer one)."""
+    previous: _Budget | None = getattr(_local, "budget", None)
+    if previous is not None:
+        return previous  # a nested judge spends the outer decision's budget
+    allowed = max(0.0, budget_ms) * CHECKED_SHARE / 1000.0
+    _local.budget = _Budget(time.thread_time(), allowed, time.perf_counter() + allowed)
+    return None
+
+
+def restore(previous: _Budget | None) -> None:
+    _local.budget = previous
+
+
+def expired() -> bool:
+    """Has this thread's decision used up its budget? (No budget: never.)"""
+    current: _Budget | None = getattr(_local, "budget", None)
+    if current is None:
+        return False
+    now = time.perf_counter()
+    if now <= current.next_look:
+        return False
+    used = time.thread_time() - current.cpu_start - current.gc_spent
+    if used >= current.allowed:
+        return True
+    # Not spent yet (the thread waited, or the collector ran): look again when it could be.
+    current.next_look = now + (current.allowed - used)
+    return False
+
+
+def active() -> bool:
+    return getattr(_local, "budget", None) is not None
+
+
+def check() -> None:
+    """Raise OverBudget when this thread's decision has used up its budget."""
+    if expired():
+        raise OverBudget
+
+
+if _gc_clock not in gc.callbacks:
+    gc.callbacks.append(_gc_clock)

@@ -1,0 +1,301 @@
+"""The judge of one simple command, after its wrappers are peeled: the rules that name it, its
+argument spec (`policy/programs`), its paths, and what it does on disk (`effects`).
+
+A mixin of `CompiledPolicy` (engine.py), which walks the command line and owns the path check
+(`_path`) and the context; this module decides about one argv:
+
+- every rule naming the program applies, strictest wins; an allow rule marked `modeled` holds
+  only when the program's spec models the whole argv, or the command runs sandboxed;
+- a function named like a program does not switch its rules off: ask, and judged as the program;
+- build and test tools allowed for trusted workspaces are also allowed when sandboxed;
+- the spec's reads, writes and link targets go through the path policy; its disk checks
+  (deletions, tree scans, copies, other repositories) run last, bounded, never cached.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import shutil
+from typing import TYPE_CHECKING
+
+from acpd.policy import effects, programs, treescan
+from acpd.policy.argspec import Scan, path_args, scan, spec_for
+from acpd.policy.blocklist import BLOCKED_BUILTINS, SHELLS
+from acpd.policy.checks import CHECKS, CheckContext
+from acpd.policy.rulematch import GLOB, CompiledRule, rule_matches
+from acpd.policy.rules import GlobRule, Settings
+from acpd.policy.sandbox import inside
+from acpd.policy.words import DYN
+from acpd.policy.wrappers import WRAPPERS
+
+if TYPE_CHECKING:
+    from acpd.policy.engine import _Ctx
+
+SYSTEM_BIN = ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin",
+              "/opt/homebrew/bin")
+_PATH_COMMANDS = frozenset({"dd", "find"})
+_GIT_OBJECT_READERS = frozenset({"show", "cat-file", "diff", "difftool", "archive", "blame"})
+
+
+class CommandJudge:
+    """Judging one argv; the attributes are set by `CompiledPolicy.__init__`."""
+
+    settings: Settings
+    network: frozenset[str]
+    blocked: frozenset[str]
+    command_names: frozenset[str]
+    conditioned: frozenset[str]
+    allowed: frozenset[str] | None
+    glob_rules: tuple[tuple[re.Pattern[str], GlobRule], ...]
+    grammar: dict[str, frozenset[str]]
+    _by_name: dict[str, list[CompiledRule]]
+    _glob_rules: list[CompiledRule]
+    _vopts: dict[str, tuple[frozenset[str], bool, bool]]
+    _candidates: dict[str, tuple[CompiledRule, ...]]
+
+    def _path(self, raw: str, mode: str, ctx: _Ctx, *, redirect: bool = False) -> None:
+        raise NotImplementedError  # CompiledPolicy's
+
+    def _command(self, argv: list[str], ctx: _Ctx, depth: int) -> None:
+        out = ctx.out
+        name = argv[0]
+        if DYN in name:
+            out.add("ask", "command.dynamic", "the command name is not known before running")
+            return
+        base = name.rpartition("/")[2] if "/" in name else name
+        if ("*" in base or "?" in base or "[" in base) and GLOB.search(base):
+            out.add("ask", "command.glob", f"the command name {name!r} is a glob")
+            for cand in sorted(self.command_names | BLOCKED_BUILTINS.keys() | SHELLS):
+                if fnmatch.fnmatchcase(cand, base):
+                    self._command([cand, *argv[1:]], ctx, depth)
+            return
+        cap_allow = False
+        if "/" in name:
+            full = os.path.normpath(name if name.startswith("/") else os.path.join(ctx.cwd, name))
+            if "\x00" in full:  # `$'\0'`: no program has that path (and realpath would raise)
+                out.add("deny", "command.nul", f"the command path {name!r} holds a NUL byte")
+                return
+            real = os.path.realpath(full)
+            if inside(full, ctx.roots) and inside(real, ctx.roots):
+                self._workspace_script(name, ctx)
+                return
+            if os.path.dirname(full) not in SYSTEM_BIN:
+                cap_allow = True
+                out.add("ask", "command.path", f"{name} is not a system program")
+        if base in BLOCKED_BUILTINS:
+            out.add("deny", f"blocklist.builtin.{base}", f"blocked: {BLOCKED_BUILTINS[base]}")
+            return
+        if base in self.blocked:
+            out.add("deny", f"blocklist.command.{base}", f"blocked command {base}")
+        args = argv[1:]
+        if base in ctx.functions:
+            if not self._is_program(base):
+                return
+            out.add("ask", "function.shadows-program",
+                    f"a function named {base} shadows the program; judged as both")
+        if base in SHELLS:
+            if args:
+                self._path(args[0], "read", ctx)
+                self._workspace_script(f"{base} {args[0]}", ctx, args[0])
+            return
+        if base in self.network and not self.settings.allow_network:
+            out.add("deny", "network", f"{base} reaches the network (allow_network = false); "
+                    "use the fetch tool")
+        if base == "cd" or base == "pushd":
+            target = args[0] if args else ctx.home
+            if DYN not in target and target != "-":
+                new = os.path.normpath(os.path.join(ctx.cwd, target))
+                if new not in ctx.cwds:
+                    ctx.cwds.append(new)
+            if not args:
+                self._path(ctx.home, "read", ctx)
+        vopts, spec_scan, has_paths = self._value_options(base)
+        sc = scan(args, vopts)
+        mdl = programs.model(base, args) if programs.known(base) else None
+        spec_ok = ctx.sandboxed or (mdl is not None and not mdl.unknown)
+        allowed, trusted_only, unmodeled = self._rules(base, args, sc, vopts, ctx, spec_ok)
+        if mdl is not None:
+            self._apply_model(mdl, ctx)
+        elif has_paths:
+            pa = path_args(base, args, sc if spec_scan else None)
+            for r in pa.reads:
+                self._path(r, "read", ctx)
+            for w in pa.writes:
+                self._path(w, "write", ctx)
+        if base == "git":
+            self._git_objects(args, ctx)
+        if ctx.only_rule is not None:
+            return
+        if unmodeled:
+            what = "; ".join(mdl.unknown[:3]) if mdl else f"{base} has no argument spec"
+            out.add("ask", "spec.unmodeled", f"not modelled by the argument spec: {what}")
+        if DYN in args and base in self.conditioned:
+            out.add("ask", "command.dynamic-argument",
+                    f"an argument of {base} is not known before running")
+        if not allowed:
+            out.add(self.settings.default, "default", f"no rule allows {base}")
+        elif cap_allow:
+            pass
+        elif trusted_only and ctx.trust != "trusted" and (
+                not ctx.sandboxed or ctx.trust == "untrusted"):
+            out.add("ask", "trust.workspace-code", f"{base} runs workspace code; the workspace "
+                    "is not trusted")
+        elif self.allowed is not None and base not in self.allowed:
+            out.add("ask", "overlay.allowed-commands",
+                    f"{base} is not in the plugins' allowed commands")
+        if mdl is not None:
+            self._model_effects(mdl, ctx)
+
+    def _is_program(self, name: str) -> bool:
+        return (name in self.command_names or programs.known(name) or name in WRAPPERS
+                or name in SHELLS or name in BLOCKED_BUILTINS
+                or shutil.which(name) is not None)
+
+    def _apply_model(self, mdl: programs.Model, ctx: _Ctx) -> None:
+        """Paths and findings of a modelled command."""
+        out = ctx.out
+        for verdict, rule_id, reason in mdl.findings:
+            out.add(verdict, rule_id, reason)
+        for r in mdl.reads:
+            self._path(r, "read", ctx)
+        for w in (*mdl.writes, *mdl.links):
+            self._path(w, "write", ctx)
+        if mdl.detach and not ctx.sandboxed and ctx.only_rule is None:
+            for reason in mdl.detach:
+                out.add("ask", "escape.detach", reason)
+
+    def _model_effects(self, mdl: programs.Model, ctx: _Ctx) -> None:
+        """File-system effects of a modelled command, looked at on disk (bounded). Deleting
+        HOME or an ancestor is always checked (deny); the checks that can only ask are skipped
+        once the line is at least ask anyway (they would change no verdict)."""
+        out = ctx.out
+        found: list[effects.Finding] = []
+        if mdl.deletes:
+            found += effects.deletion_findings(mdl.deletes, ctx.cwds, ctx.home, ctx.roots,
+                                               self.settings.max_delete_files,
+                                               count=out.verdict == "allow")
+        if out.verdict != "allow":
+            for verdict, rule_id, reason in found:
+                out.add(verdict, rule_id, reason)
+            return
+        if mdl.moves_to is not None:
+            found += effects.move_out_findings((d for d, _ in mdl.deletes), mdl.moves_to,
+                                               ctx.cwds, ctx.roots)
+        if mdl.trees and not ctx.sandboxed:
+            found += effects.tree_findings(
+                mdl.trees, ctx.cwds, ctx.paths, mdl.hidden, mdl.gitignore,
+                treescan.name_filter(mdl.include, mdl.exclude, mdl.exclude_dirs))
+        if mdl.copies:
+            found += effects.copy_findings(mdl.copies, ctx.cwds, self.settings.max_delete_files)
+        if mdl.program == "git" and (mdl.git_dirs or ctx.cwds != [ctx.roots[0]]):
+            for d in mdl.git_dirs:
+                self._path(d, "read", ctx)
+            found += effects.git_repository_findings(mdl.git_dirs, ctx.cwds, ctx.roots)
+        for verdict, rule_id, reason in found:
+            out.add(verdict, rule_id, reason)
+
+    def _git_objects(self, args: list[str], ctx: _Ctx) -> None:
+        """`git show REV:PATH` reads PATH from history: judged like a read of PATH."""
+        if not any(a in _GIT_OBJECT_READERS for a in args):
+            return
+        for arg in args:
+            if ":" in arg and not arg.startswith("-") and "://" not in arg:
+                path = arg.partition(":")[2]
+                if path:
+                    self._path(path, "read", ctx)
+
+    def _workspace_script(self, what: str, ctx: _Ctx, path: str | None = None) -> None:
+        if ctx.only_rule is not None:
+            return
+        if path is not None:
+            check = CHECKS["script-in-workspace"]
+            if not check("sh", [path], CheckContext(ctx.cwd, ctx.roots)):
+                ctx.out.add("ask", "workspace.script", f"{what}: script outside the workspace")
+                return
+        if ctx.trust == "trusted" or (ctx.sandboxed and ctx.trust != "untrusted"):
+            ctx.out.add("allow", "workspace.script", "")
+        else:
+            ctx.out.add("ask", "workspace.script",
+                        f"{what} runs a workspace script; the workspace is not trusted")
+
+    def _value_options(self, base: str) -> tuple[frozenset[str], bool, bool]:
+        """The options of `base` that take a value; whether they are exactly those of its
+        path spec (then a scan with them is the scan `path_args` would make); whether `base`
+        has path arguments."""
+        cached = self._vopts.get(base)
+        if cached is None:
+            vopts = self.grammar.get(base, frozenset())
+            spec = spec_for(base)
+            if spec is not None:
+                vopts = vopts | spec.value_options
+            cached = (vopts, spec is not None and vopts == spec.value_options,
+                      base in _PATH_COMMANDS or spec is not None)
+            if len(self._vopts) < 4096:
+                self._vopts[base] = cached
+        return cached
+
+    def _candidates_for(self, base: str) -> tuple[CompiledRule, ...]:
+        """The rules naming `base` (by name, then by glob), in policy order."""
+        found = self._candidates.get(base)
+        if found is None:
+            candidates = list(self._by_name.get(base, ()))
+            if self._glob_rules:
+                seen = {id(cr) for cr in candidates}
+                candidates += [cr for cr in self._glob_rules if id(cr) not in seen and any(
+                    fnmatch.fnmatchcase(base, g) for g in cr.globs)]
+            found = tuple(candidates)
+            if len(self._candidates) > 4096:
+                self._candidates.clear()
+            self._candidates[base] = found
+        return found
+
+    def _rules(self, base: str, args: list[str], sc: Scan, vopts: frozenset[str],
+               ctx: _Ctx, spec_ok: bool) -> tuple[bool, bool, bool]:
+        """Apply every matching rule; return (some allow matched, that allow is trusted-only,
+        an allow `modeled = true` did not apply because the spec does not model the argv)."""
+        candidates = self._candidates_for(base)
+        if ctx.only_rule is not None:
+            candidates = tuple(cr for cr in candidates if cr is ctx.only_rule)
+        allowed = False
+        trusted_only = True
+        unmodeled = False
+        if not candidates and not self.glob_rules:
+            return False, False, False
+        pos = sc.positionals
+        head = pos[0] if pos else None
+        no_options = not sc.options
+        for cr in candidates:
+            if cr.heads is not None and head not in cr.heads:
+                continue  # no subcommand of the rule can match
+            if no_options and cr.needs_options:
+                continue  # (with no option scanned, the global prefix has none either)
+            if not cr.unconditional:
+                if cr.rule.check is not None and ctx.cctx is None:
+                    ctx.cctx = CheckContext(ctx.cwd, ctx.roots)
+                if not rule_matches(cr, base, args, sc, ctx.cctx, vopts):
+                    continue
+            rule = cr.rule
+            if rule.verdict == "allow" and rule.modeled and not spec_ok:
+                unmodeled = True
+                continue
+            if rule.verdict == "allow":
+                ctx.out.add("allow", rule.id, "")
+                allowed = True
+                trusted_only = trusted_only and rule.trust == "trusted"
+            else:
+                ctx.out.add(rule.verdict, rule.id, rule.reason or f"rule {rule.id}")
+        if ctx.only_rule is None and self.glob_rules:
+            text = " ".join("?" if a == DYN else a for a in [base, *args]).lower()
+            for regex, grule in self.glob_rules:
+                if regex.match(text):
+                    label = f"permissions.bash:{grule.pattern}"
+                    if grule.action == "allow":
+                        allowed = True
+                        trusted_only = False
+                        ctx.out.add("allow", label, "")
+                    else:
+                        ctx.out.add(grule.action, label,
+                                    f"{base} matches {grule.action} pattern {grule.pattern!r}")
+        return allowed, (trusted_only and allowed), unmodeled and not allowed

@@ -1,0 +1,173 @@
+"""What a modelled command does to the file system, judged beyond single paths.
+
+- Deleting the home directory, `/`, or an ancestor of a workspace root is deny wherever HOME
+  is (under a write root like /tmp too), by any spelling that resolves there or a glob that
+  could name it.
+- A deletion that removes `.git` content or more than `max_delete_files` entries asks, even
+  where a rule or the mode would allow it (a bounded count per decision).
+- A recursive read of a tree holding `deny_read` files asks unless the command is sandboxed
+  (the sandbox masks them); a tree too big to check asks too.
+- A recursive copy of a tree holding a `.git` creates a repository: ask.
+- git run in (or `-C` to) a directory of another repository asks.
+
+Every check looks at the file system afresh, within a bound; nothing is cached.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable
+
+from acpd.policy.decision import Verdict
+from acpd.policy.sandbox import PathRules, inside
+from acpd.policy.treescan import Ignored, denied_in_tree, foreign_repository, tree_facts
+
+Finding = tuple[Verdict, str, str]
+_GLOB_CHARS = ("*", "?", "[")
+
+
+def _absolute(raw: str, cwd: str) -> str:
+    return os.path.normpath(raw if raw.startswith("/") else os.path.join(cwd, raw))
+
+
+def _scan_root(raw: str, cwd: str) -> str:
+    """The directory to scan for a tree word: a glob (`c*`, `src/*/x`) is replaced by the
+    deepest directory above its first glob component, which holds everything it can name."""
+    path = _absolute(raw, cwd)
+    if not any(c in path for c in _GLOB_CHARS):
+        return path
+    parts = path.split("/")
+    for k, part in enumerate(parts):
+        if any(c in part for c in _GLOB_CHARS):
+            return "/".join(parts[:k]) or "/"
+    return path
+
+
+def protected_paths(home: str, roots: tuple[str, ...]) -> set[str]:
+    """`/`, HOME and its ancestors, and every ancestor of a workspace root."""
+    out = {"/"}
+    for start in (os.path.normpath(home), *roots):
+        cur = start
+        if start == os.path.normpath(home):
+            out.add(cur)
+        while cur not in ("/", ""):
+            cur = os.path.dirname(cur)
+            out.add(cur)
+    return out
+
+
+def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home: str,
+                      roots: tuple[str, ...], max_files: int, *,
+                      count: bool = True) -> list[Finding]:
+    """Deny for HOME, `/` and ancestors of the workspace; with `count`, ask for `.git`
+    content and for more than `max_files` entries."""
+    found: list[Finding] = []
+    protected: set[str] | None = None
+    for raw, recursive in deletes:
+        for cwd in cwds:
+            path = _absolute(raw, cwd)
+            if protected is None:
+                protected = protected_paths(home, roots)
+            hit = _protected_hit(path, protected)
+            if hit is not None:
+                found.append(("deny", "destroy.home-or-ancestor",
+                              f"deleting {raw} removes {hit} (HOME, / or an ancestor of the "
+                              "workspace)"))
+                continue
+            if not count:
+                continue
+            if ".git" in path.split("/"):
+                found.append(("ask", "destroy.git", f"deleting {raw} removes .git content"))
+                continue
+            if not recursive:
+                continue
+            facts = tree_facts(_scan_root(raw, cwd), max_files)
+            if facts is None:
+                continue
+            if facts.git is not None:
+                found.append(("ask", "destroy.git", f"deleting {raw} removes {facts.git}"))
+            elif facts.over:
+                found.append(("ask", "destroy.many", f"deleting {raw} removes more than "
+                              f"{max_files} files"))
+    return found
+
+
+def _protected_hit(path: str, protected: set[str]) -> str | None:
+    forms = {path, os.path.realpath(path)} if "\x00" not in path else {path}
+    for form in forms:
+        if form in protected:
+            return form
+    if any(c in path for c in _GLOB_CHARS):
+        for prot in protected:
+            if fnmatch.fnmatchcase(prot, path) or fnmatch.fnmatchcase(prot + "/", path):
+                return prot
+    return None
+
+
+def move_out_findings(sources: Iterable[str], dest: str, cwds: list[str],
+                      roots: tuple[str, ...]) -> list[Finding]:
+    """mv from the workspace to outside it removes the sources from the workspace (and from
+    what a workspace checkpoint can restore): ask."""
+    found: list[Finding] = []
+    for cwd in cwds:
+        target = _absolute(dest, cwd)
+        if inside(target, roots) and inside(os.path.realpath(target), roots):
+            continue
+        for raw in sources:
+            if inside(_absolute(raw, cwd), roots):
+                found.append(("ask", "destroy.move-out",
+                              f"mv takes {raw} out of the workspace"))
+    return found
+
+
+def tree_findings(trees: Iterable[str], cwds: list[str], rules: PathRules,
+                  hidden: bool, gitignore: bool = False,
+                  names: Ignored | None = None) -> list[Finding]:
+    found: list[Finding] = []
+    for raw in trees:
+        # ":/" is git's whole work tree: every workspace root
+        starts = rules.roots if raw == ":/" else tuple(_scan_root(raw, cwd) for cwd in cwds)
+        for start in starts:
+            facts = denied_in_tree(start, rules, hidden=hidden, gitignore=gitignore,
+                                   names=names)
+            if facts is None:
+                continue
+            if facts.denied is not None:
+                found.append(("ask", "path.deny-read-tree",
+                              f"{raw} holds {facts.denied}, which deny_read names"))
+            elif facts.over:
+                found.append(("ask", "path.tree-too-big",
+                              f"{raw} is too big to check for deny_read files"))
+    return found
+
+
+def copy_findings(copies: Iterable[str], cwds: list[str], limit: int) -> list[Finding]:
+    found: list[Finding] = []
+    for raw in copies:
+        for cwd in cwds:
+            path = _scan_root(raw, cwd)
+            if os.path.basename(path) == ".git":
+                found.append(("ask", "git.create-repository", f"copying {raw} copies a "
+                              "git directory"))
+                continue
+            facts = tree_facts(path, limit)
+            if facts is not None and facts.git is not None:
+                found.append(("ask", "git.create-repository",
+                              f"copying {raw} copies {facts.git} (a repository)"))
+    return found
+
+
+def git_repository_findings(dirs: list[str], cwds: list[str],
+                            roots: tuple[str, ...]) -> list[Finding]:
+    found: list[Finding] = []
+    places = [_absolute(d, cwd) for d in dirs for cwd in cwds] if dirs else cwds
+    for place in places:
+        for form in {place, os.path.realpath(place)}:
+            other = foreign_repository(form, roots)
+            if other is not None:
+                found.append(("ask", "git.other-repository",
+                              f"git runs in {place}, whose repository ({other}) is not the "
+                              "workspace's own"))
+                break
+    return found

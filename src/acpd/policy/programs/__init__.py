@@ -1,0 +1,165 @@
+"""Per-program argument specs: `model(name, args)` says what an argv reads, writes, deletes and
+whether the spec knows every option and argument of it (`Model.unknown` empty).
+
+The tables live in `coreutils` (read tools, file tools, builtins), `scripts` (sed, awk, find,
+tar, date, hostname) and `git`; the model itself in `spec`. A program without a table has no
+model (`None`): the engine falls back to `argspec.path_args` for its paths, and an allow rule
+marked `modeled = true` does not allow it (unless sandboxed).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from acpd.policy.programs import scripts as _scripts
+from acpd.policy.programs.coreutils import TABLE
+from acpd.policy.programs.git import model_git
+from acpd.policy.programs.spec import Model, Parsed, Program, apply_roles, parse_argv, program
+
+__all__ = ["Model", "known", "model"]
+
+_DOCKER_GLOBAL = program("docker", "Dl:", "debug log-level=", permute=False)
+_DOCKER = {
+    "ps": program("ps", "af:n:lqs", "all filter= format= last= latest no-trunc quiet size",
+                  positionals="none"),
+    "images": program("images", "af:q", "all digests filter= format= no-trunc quiet tree",
+                      positionals="text"),
+    "version": program("version", "f:", "format=", positionals="none"),
+    "info": program("info", "f:", "format=", positionals="none"),
+}
+
+
+def _docker(args: list[str], m: Model) -> None:
+    glob = parse_argv(_DOCKER_GLOBAL, args, m)
+    if not glob.positionals:
+        m.ask_unknown("no subcommand")
+        return
+    sub = _DOCKER.get(glob.positionals[0])
+    if sub is None:
+        m.ask_unknown(f"subcommand {glob.positionals[0]!r} is outside what the spec models")
+        return
+    _positionals(sub, parse_argv(sub, list(glob.positionals[1:]), m), m)
+
+
+def known(name: str) -> bool:
+    return name in TABLE or name in ("git", "docker", "podman")
+
+
+def model(name: str, args: list[str]) -> Model | None:
+    """The model of `name args...`, or None when no spec covers `name`. A pure function of
+    its arguments (no file-system fact), so it is memoised; the result must not be changed."""
+    return _model(name, tuple(args))
+
+
+@lru_cache(maxsize=2048)
+def _model(name: str, argv: tuple[str, ...]) -> Model | None:
+    args = list(argv)
+    m = Model(name)
+    if name == "git":
+        model_git(args, m)
+        return m
+    if name in ("docker", "podman"):
+        _docker(args, m)
+        return m
+    prog = TABLE.get(name)
+    if prog is None:
+        return None
+    if name == "tar":
+        args = _scripts._tar_oldstyle(args)
+    parsed = parse_argv(prog, args, m)
+    apply_roles(parsed, m)
+    if prog.check is not None:
+        prog.check(prog, parsed, m)
+    else:
+        _positionals(prog, parsed, m)
+    if name == "disown":
+        m.detach.append("disown keeps jobs running after the command")
+    return m
+
+
+def _positionals(prog: Program, parsed: Parsed, m: Model) -> None:
+    pos = [p for p in parsed.positionals if p != "-"]
+    kind = prog.positionals
+    recursive = parsed.role("recursive") or any(
+        "recurse".startswith(v) and v for v in parsed.values("-d", "--directories"))
+    if kind == "read":
+        m.reads.extend(pos)
+        if recursive:
+            m.trees.extend(pos or ["."])
+    elif kind == "write":
+        m.writes.extend(pos)
+    elif kind == "delete":
+        m.writes.extend(pos)
+        m.deletes.extend((p, recursive) for p in pos)
+    elif kind == "none":
+        if pos:
+            m.ask_unknown(f"argument {pos[0]!r} is outside what the spec models")
+    elif kind == "pattern-read":
+        if not parsed.role("pattern"):
+            pos = pos[1:]
+        m.reads.extend(pos)
+        if recursive or prog.name == "rg":
+            m.trees.extend(pos or ["."])
+            m.hidden = prog.name != "rg" or parsed.role("hidden")
+            m.gitignore = not m.hidden
+            _name_filters(prog.name, parsed, m)
+    elif kind == "in-out":
+        m.reads.extend(pos[:1])
+        m.writes.extend(pos[1:2])
+        if len(pos) > 2:
+            m.ask_unknown("more than two operands")
+    elif kind in ("copy", "move", "link"):
+        _transfer(kind, parsed, pos, recursive, m)
+
+
+def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Model) -> None:
+    """cp / mv / ln: sources, and a destination that may be a directory."""
+    targets = [v for opt, v in parsed.options if "wdir" in opt.roles and v is not None]
+    if targets:
+        sources, dest = pos, targets[-1]
+    elif kind == "link" and len(pos) == 1:
+        sources, dest = pos, os.path.basename(pos[0].rstrip("/")) or "."
+        m.writes.append(dest)
+    elif len(pos) >= 2:
+        sources, dest = pos[:-1], pos[-1]
+        m.writes.append(dest)
+    else:
+        m.ask_unknown("no destination")
+        return
+    if kind == "move":
+        m.writes.extend(sources)
+        m.deletes.extend((s, False) for s in sources)  # HOME, ancestors (a rename: no count)
+        m.moves_to = dest
+        return
+    if kind == "link" or parsed.role("link"):
+        for src in sources:
+            m.links.append(src)
+            if parsed.has("--symbolic", "-s") and not src.startswith("/"):
+                # relative to the link's directory: the destination, or the one holding it
+                m.links.extend(os.path.join(b, src) for b in {dest, os.path.dirname(dest)} if b)
+        if kind == "link":
+            return
+    m.reads.extend(sources)
+    if recursive:
+        m.trees.extend(sources)
+        m.copies.extend(sources)
+
+
+def _name_filters(name: str, parsed: Parsed, m: Model) -> None:
+    """Which files of a tree the search reads: grep --include/--exclude/--exclude-dir match
+    base names; rg -g/--glob globs without a `/` match base names too (`!` excludes). Any
+    form we cannot read to the letter (a glob with `/`, --iglob, a file of patterns) leaves
+    the tree read whole."""
+    if name == "rg":
+        if parsed.has("--iglob", "--type", "--type-not", "--type-add"):
+            return
+        globs = parsed.values("-g", "--glob")
+        if any("/" in g for g in globs):
+            return
+        m.include = tuple(g for g in globs if not g.startswith("!"))
+        m.exclude = m.exclude_dirs = tuple(g[1:] for g in globs if g.startswith("!"))
+        return
+    m.include = tuple(parsed.values("--include"))
+    m.exclude = tuple(parsed.values("--exclude"))
+    m.exclude_dirs = tuple(parsed.values("--exclude-dir"))

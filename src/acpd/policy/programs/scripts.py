@@ -1,0 +1,291 @@
+"""Programs whose arguments are programs: sed scripts, awk programs, find expressions, tar
+modes, and the two builtins that set system state (date, hostname).
+
+A script form the checker cannot read to the letter is `unknown` (ask unless sandboxed); forms
+that run commands are left to the deny rules (`sed.exec`, `awk.exec`, `find.exec`, `tar.exec`)
+and are also unknown here, so a policy without those rules still asks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from acpd.policy.programs.coreutils import TABLE, add
+from acpd.policy.programs.spec import Model, Parsed, Program, program
+from acpd.policy.words import DYN
+
+# ---- sed ---------------------------------------------------------------------------------
+
+_SED_PLAIN = frozenset("{}=!dDgGhHlnNpPqQxzFtTbv:#")
+_SED_TEXT = frozenset("aic")
+
+
+def _sed_script(script: str, model: Model) -> None:
+    """Walk the commands of a GNU sed script; reads (`r`, `R`) are paths, anything that runs
+    or writes (`e`, `s///e`, `s///w`, `w`, `W`) or that the walk cannot read is unknown."""
+    from acpd.policy.checks import _sed_commands
+
+    if DYN in script:
+        model.ask_unknown("the script is not known before running")
+        return
+    for cmd, rest in _sed_commands(script):
+        if cmd in "rR":
+            model.reads.append(rest.strip())
+        elif cmd == "s":
+            flags = rest.strip()
+            if not re.fullmatch(r"[gpiImM0-9]*", flags):
+                model.ask_unknown(f"s flags {flags!r} run or write")
+        elif cmd == "y" or cmd in _SED_TEXT or cmd in _SED_PLAIN:
+            continue
+        else:
+            model.ask_unknown(f"command {cmd!r} is outside what the spec models")
+
+
+def _sed(prog: Program, parsed: Parsed, model: Model) -> None:
+    scripts = parsed.values("--expression")
+    pos = list(parsed.positionals)
+    if not scripts and not parsed.has("--file"):
+        if not pos:
+            model.ask_unknown("no script")
+            return
+        scripts = [pos.pop(0)]
+    for script in scripts:
+        _sed_script(script, model)
+    if parsed.has("--file"):
+        model.ask_unknown("-f runs a script file the spec cannot see")
+    if parsed.has("--in-place"):
+        model.writes.extend(p for p in pos if p != "-")
+    model.reads.extend(p for p in pos if p != "-")
+
+
+add(program(
+    "sed", "nErsuzf:e:l:i::",
+    "quiet silent debug -e/expression= -f/file= follow-symlinks -i/in-place[=] "
+    "line-length= null-data zero-terminated posix regexp-extended separate sandbox "
+    "unbuffered" + " help version",
+    {"-f/--file": "read"}, positionals="custom", check=_sed))
+
+# ---- awk ---------------------------------------------------------------------------------
+
+_AWK_STRINGS = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_AWK_REGEX = re.compile(r"(?:(?<=[(,~!&|{};\n])|^)\s*/(?:[^/\\\n]|\\.)+/")
+_AWK_RISKY = re.compile(r"\bsystem\b|\bgetline\b|@")
+
+
+def _awk_program(text: str, model: Model) -> None:
+    if DYN in text:
+        model.ask_unknown("the program is not known before running")
+        return
+    bare = _AWK_REGEX.sub(" R ", _AWK_STRINGS.sub(' "" ', text))
+    if _AWK_RISKY.search(bare):
+        model.ask_unknown("the program runs commands, reads files or loads code")
+        return
+    bare = bare.replace("||", " OR ")
+    if "|" in bare:
+        model.ask_unknown("the program pipes to a command")
+    for stmt in re.split(r"[;{}\n]", bare):
+        if re.search(r"\bprintf?\b", stmt) and ">" in re.sub(r"\([^()]*\)", "", stmt):
+            model.ask_unknown("print > FILE writes a file")
+            return
+
+
+def _awk(prog: Program, parsed: Parsed, model: Model) -> None:
+    pos = list(parsed.positionals)
+    if parsed.has("--file"):
+        model.ask_unknown("-f runs a program file the spec cannot see")
+    elif pos:
+        _awk_program(pos.pop(0), model)
+    else:
+        model.ask_unknown("no program")
+    for p in pos:
+        if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", p):
+            continue  # var=value operand
+        if p != "-":
+            model.reads.append(p)
+
+
+_AWK = program("awk", "", "-F/field-separator= -v/assign= -f/file=" + " help version",
+               {"-f/--file": "read"}, positionals="custom", check=_awk, abbrev=False)
+add(_AWK, "mawk", "nawk")
+add(program(
+    "gawk", "bcCdDghLMNnoOpPrsStVYe:E:i:l:",
+    "-F/field-separator= -v/assign= -f/file= characters-as-bytes traditional copyright "
+    "dump-variables[=] debug[=] source= exec= gen-pot help include= lint[=] load= bignum "
+    "use-lc-numeric non-decimal-data pretty-print[=] optimize profile[=] posix re-interval "
+    "no-optimize sandbox lint-old version csv",
+    {"-f/--file": "read", "-E/--exec": "code", "-i/--include": "code", "-l/--load": "code",
+     "-e/--source": "code", "-d/--dump-variables": "unknown", "-o/--pretty-print": "unknown",
+     "-p/--profile": "unknown", "-D/--debug": "unknown"},
+    positionals="custom", check=_awk))
+
+# ---- find --------------------------------------------------------------------------------
+
+_FIND_VALUE = frozenset({
+    "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
+    "-type", "-xtype", "-size", "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin",
+    "-perm", "-user", "-group", "-uid", "-gid", "-links", "-inum", "-maxdepth", "-mindepth",
+    "-used", "-fstype", "-context", "-regextype", "-lname", "-ilname", "-printf", "-newer",
+    "-anewer", "-cnewer", "-samefile", "-files0-from",
+})
+_FIND_FLAG = frozenset({
+    "-print", "-print0", "-ls", "-prune", "-quit", "-true", "-false", "-empty", "-readable",
+    "-writable", "-executable", "-nouser", "-nogroup", "-depth", "-xdev", "-mount", "-follow",
+    "-noleaf", "-ignore_readdir_race", "-noignore_readdir_race", "-daystart", "-not", "!",
+    "(", ")", "-a", "-and", "-o", "-or", ",", "-help", "--help", "-version", "--version",
+    "-d", "-delete",
+})
+_FIND_READ = frozenset({"-newer", "-anewer", "-cnewer", "-samefile"})
+
+
+def _find(prog: Program, parsed: Parsed, model: Model) -> None:
+    args = list(parsed.positionals)
+    i = 0
+    while (i < len(args) and args[i] in ("-H", "-L", "-P")) or (
+            i < len(args) and args[i].startswith(("-D", "-O")) and args[i] not in _FIND_FLAG):
+        if args[i] == "-D":
+            i += 1
+        i += 1
+    starts: list[str] = []
+    while i < len(args) and not (args[i].startswith("-") or args[i] in ("(", "!", ")")):
+        starts.append(args[i])
+        i += 1
+    delete = False
+    while i < len(args):
+        word = args[i]
+        i += 1
+        if word.startswith("-newer") and len(word) == 8:
+            word = "-newer"
+        if word in _FIND_VALUE:
+            if i >= len(args):
+                model.ask_unknown(f"{word} lacks its value")
+                return
+            if word in _FIND_READ:
+                model.reads.append(args[i])
+            if word == "-files0-from":
+                model.ask_unknown("-files0-from names start points the spec cannot see")
+            i += 1
+        elif word == "-delete":
+            delete = True
+        elif word not in _FIND_FLAG:
+            model.ask_unknown(f"{word} is outside what the spec models")
+    starts = starts or ["."]
+    model.reads.extend(starts)
+    if delete:
+        model.deletes.extend((s, True) for s in starts)
+
+
+add(program("find", positionals="custom", check=_find, raw=True))
+
+# ---- tar ---------------------------------------------------------------------------------
+
+_TAR_MODES = {"-c": "create", "-x": "extract", "-t": "list", "-r": "append", "-u": "update",
+              "-A": "concat", "-d": "diff", "--create": "create", "--extract": "extract",
+              "--get": "extract", "--list": "list", "--append": "append",
+              "--update": "update", "--concatenate": "concat", "--catenate": "concat",
+              "--diff": "diff", "--compare": "diff", "--delete": "delete"}
+
+
+def _tar(prog: Program, parsed: Parsed, model: Model) -> None:
+    modes = {_TAR_MODES[o.name] for o, _ in parsed.options if o.name in _TAR_MODES}
+    if len(modes) != 1:
+        model.ask_unknown("no single operation mode")
+        return
+    mode = modes.pop()
+    archives = parsed.values("--file")
+    dirs = parsed.values("--directory")
+    members = [p for p in parsed.positionals]
+    if mode in ("create", "append", "update"):
+        model.writes.extend(a for a in archives if a != "-")
+        # members are relative to a -C directory (which one depends on the order: every one)
+        placed = [os.path.join(d, m) for d in dirs for m in members] if dirs else members
+        model.reads.extend(dirs)
+        model.reads.extend(placed)
+        model.trees.extend(placed)
+        if parsed.has("--remove-files"):
+            model.deletes.extend((m, True) for m in placed)
+        if not members and not parsed.has("--files-from"):
+            model.ask_unknown("no member names")
+    elif mode == "extract":
+        model.reads.extend(a for a in archives if a != "-")
+        model.writes.extend(dirs or ["."])
+        model.ask_unknown("extraction writes member paths the spec cannot see")
+    elif mode in ("list", "diff"):
+        model.reads.extend(a for a in archives if a != "-")
+    else:
+        model.writes.extend(a for a in archives if a != "-")
+        model.reads.extend(members)
+    if parsed.has("--absolute-names"):
+        model.ask_unknown("-P keeps absolute member names")
+
+
+def _tar_oldstyle(args: list[str]) -> list[str]:
+    """`tar czf x.tgz dir` (letters without a dash) as `tar -c -z -f x.tgz dir`."""
+    if not args or args[0].startswith("-") or args[0] == DYN:
+        return args
+    letters, rest = args[0], list(args[1:])
+    out: list[str] = []
+    for letter in letters:
+        out.append("-" + letter)
+        if letter in "fCbTXgKNLVH" and rest:
+            out.append(rest.pop(0))
+    return [*out, *rest]
+
+
+TAR = program(
+    "tar", "AcdrtuxzjJaZvkmopPSWwhiBMOGlRsUf:C:T:X:b:H:g:K:N:L:V:I:F:",
+    "create extract get list append update concatenate catenate diff compare delete "
+    "-f/file= -C/directory= -T/files-from= -X/exclude-from= -P/absolute-names "
+    "-g/listed-incremental= -I/use-compress-program= -F/info-script= exclude= exclude-vcs "
+    "exclude-vcs-ignores "
+    "exclude-caches exclude-backups gzip gunzip ungzip bzip2 xz lzma lzip lzop zstd "
+    "compress uncompress auto-compress verbose keep-old-files skip-old-files "
+    "keep-newer-files overwrite overwrite-dir no-overwrite-dir touch preserve-permissions "
+    "same-permissions no-same-permissions same-owner no-same-owner numeric-owner "
+    "owner= group= mode= mtime= sort= format= transform= xform= strip-components= "
+    "dereference hard-dereference one-file-system anchored no-anchored "
+    "wildcards no-wildcards wildcards-match-slash ignore-case no-ignore-case null no-null "
+    "recursion no-recursion totals[=] show-transformed-names checkpoint[=] "
+    "checkpoint-action= to-command= use-compress-program= info-script= new-volume-script= "
+    "rsh-command= remove-files blocking-factor= record-size= label= "
+    "incremental unlink-first recursive-unlink warning= sparse xattrs no-xattrs acls "
+    "no-acls selinux no-selinux full-time utc force-local check-device no-check-device "
+    "ignore-failed-read ignore-zeros occurrence[=] verify restrict level= posix "
+    "numeric-owner quoting-style= index-file= backup[=] suffix= hole-detection= "
+    "pax-option= to-stdout delay-directory-restore no-delay-directory-restore"
+    + " help version usage",
+    {"-T/--files-from": "list", "-X/--exclude-from": "read", "-g/--listed-incremental": "write",
+     "--index-file": "write", "-N": "unknown", "-K": "unknown", "-L/-V/-M": "unknown",
+     "-F/--info-script/--new-volume-script": "deny:runs a program",
+     "-I/--use-compress-program": "deny:runs a program",
+     "--to-command/--checkpoint-action/--rsh-command": "deny:runs a command",
+     "--recursive-unlink/--unlink-first": "ask:removes files before extracting",
+     "--delete": "ask:rewrites an archive"},
+    positionals="custom", check=_tar)
+TABLE["tar"] = TAR
+
+# ---- system state ------------------------------------------------------------------------
+
+
+def _date(prog: Program, parsed: Parsed, model: Model) -> None:
+    if parsed.has("--set"):
+        model.add("deny", "system.state", "date --set changes the system clock")
+    for p in parsed.positionals:
+        if not p.startswith("+"):
+            model.add("deny", "system.state", f"date {p} sets the system clock")
+
+
+add(program("date", "", "-d/date= -f/file= -I/iso-8601[=] -R/rfc-email rfc-3339= "
+            "-r/reference= -s/set= universal -u/utc debug resolution" + " help version",
+            {"-f/--file/-r/--reference": "read"}, positionals="custom", check=_date))
+
+
+def _hostname(prog: Program, parsed: Parsed, model: Model) -> None:
+    if parsed.positionals or parsed.has("--file", "--boot"):
+        model.add("deny", "system.state", "hostname NAME changes the host name")
+
+
+add(program("hostname", "adfiIsAvy", "alias domain fqdn long ip-address all-ip-addresses "
+            "short all-fqdns verbose yp nis -b/boot -F/file=" + " help version",
+            positionals="custom", check=_hostname))
+_ = TABLE

@@ -1,0 +1,213 @@
+"""Bounded looks at the file system for one decision, never cached across decisions.
+
+- `denied_in_tree`: does a directory a command reads recursively (`grep -r`, `rg`, `diff -r`,
+  `tar -c`, `cp -r`) hold a file `deny_read` names? The walk stops after `limit` entries: a
+  tree too big to check is reported as such (the caller asks).
+- `tree_facts`: how many entries a deletion removes (up to a limit) and whether a `.git` is
+  among them.
+- `foreign_repository`: is a directory inside a git repository other than the workspace's own
+  (a `.git` between it and the workspace root)?
+
+The deny scan follows symbolic links into directories (grep -R, rg -L, tar -h do; the bound
+stops a cycle) and checks a link's own target against `deny_read`; the deletion count does
+not follow them (rm -r does not either).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Callable
+from typing import NamedTuple
+
+from acpd.policy.sandbox import PathRules, glob_regex, inside, matches
+
+MAX_GITIGNORE = 64 * 1024
+Ignored = Callable[[str, bool], bool]
+
+SCAN_LIMIT = 4000
+
+
+class TreeFacts(NamedTuple):
+    entries: int
+    """Entries counted (stops at the limit)."""
+    over: bool
+    """The limit was reached."""
+    git: str | None
+    """A `.git` found among the entries (or the start itself)."""
+    denied: str | None
+    """An entry `deny_read` names: (path)."""
+
+
+def _walk(start: str, limit: int, hidden: bool, rules: PathRules | None,
+          skip_git: bool, ignored: Ignored | None = None) -> TreeFacts:
+    count = 0
+    git: str | None = None
+    denied: str | None = None
+    stack = [start]
+    while stack:
+        top = stack.pop()
+        try:
+            with os.scandir(top) as it:
+                for entry in it:
+                    count += 1
+                    if count > limit:
+                        return TreeFacts(count, True, git, denied)
+                    name = entry.name
+                    if name == ".git":
+                        git = git or entry.path
+                        if skip_git:
+                            continue
+                    if not hidden and name.startswith("."):
+                        continue
+                    if ignored is not None and ignored(entry.path, entry.is_dir()):
+                        continue
+                    if rules is not None and denied is None:
+                        denied = _denied(entry, rules)
+                        if denied is not None and skip_git:
+                            return TreeFacts(count, False, git, denied)
+                    try:
+                        # the deny scan follows links into directories (grep -R, rg -L and
+                        # tar -h do; a link's target may hold denied files); counts do not
+                        if entry.is_dir(follow_symlinks=rules is not None):
+                            stack.append(entry.path)
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+    return TreeFacts(count, False, git, denied)
+
+
+def _denied(entry: os.DirEntry[str], rules: PathRules) -> str | None:
+    path = entry.path
+    forms = [path]
+    try:
+        if entry.is_symlink():  # a link to a denied file, or into a denied directory
+            real = os.path.realpath(path)
+            forms += [real, real + "/x"]
+    except OSError:
+        pass
+    for form in forms:
+        if rules.read_filter.may_match(form, rules.roots) and matches(
+                form, rules.deny_read, rules.roots):
+            return path if form == path else f"{path} (a link to {form.removesuffix('/x')})"
+    return None
+
+
+def denied_in_tree(path: str, rules: PathRules, *, hidden: bool = True,
+                   gitignore: bool = False, names: Ignored | None = None,
+                   limit: int = SCAN_LIMIT) -> TreeFacts | None:
+    """Facts about the tree at `path` (absolute) if it is a directory, else None.
+    `gitignore`: the tool skips what the workspace root's `.gitignore` ignores (rg, git add)."""
+    if not os.path.isdir(path):  # a link to a directory is scanned (grep -r follows it)
+        return None
+    ignored = gitignore_matcher(path, rules.roots) if gitignore else None
+    if names is not None:
+        ignored = _both(ignored, names) if ignored is not None else names
+    return _walk(path, limit, hidden, rules, skip_git=True, ignored=ignored)
+
+
+def _both(first: Ignored, second: Ignored) -> Ignored:
+    return lambda path, is_dir: first(path, is_dir) or second(path, is_dir)
+
+
+def name_filter(include: tuple[str, ...], exclude: tuple[str, ...],
+                exclude_dirs: tuple[str, ...]) -> Ignored | None:
+    """Skip what a search's include/exclude globs (matched on base names) leave unread."""
+    if not (include or exclude or exclude_dirs):
+        return None
+
+    def skipped(path: str, is_dir: bool) -> bool:
+        name = path.rpartition("/")[2]
+        if is_dir:
+            return any(fnmatch.fnmatchcase(name, g) for g in exclude_dirs)
+        if include and not any(fnmatch.fnmatchcase(name, g) for g in include):
+            return True
+        return any(fnmatch.fnmatchcase(name, g) for g in exclude)
+
+    return skipped
+
+
+def gitignore_matcher(path: str, roots: tuple[str, ...]) -> Ignored | None:
+    """What the `.gitignore` at the root holding `path` ignores, read now (bounded). Only ever
+    used to skip entries, so anything it cannot read safely (a negation `!`, an unreadable or
+    oversized file) gives None: nothing is skipped. Nested `.gitignore` files are not read
+    (the tool may skip more than we do, never less)."""
+    root = inside(path, roots)
+    if root is None:
+        return None
+    try:
+        with open(os.path.join(root, ".gitignore"), "rb") as fh:
+            data = fh.read(MAX_GITIGNORE + 1)
+    except OSError:
+        return None
+    if len(data) > MAX_GITIGNORE:
+        return None
+    anywhere: list[str] = []
+    anchored: list[str] = []
+    dir_any: list[str] = []
+    dir_anchored: list[str] = []
+    for raw in data.decode("utf-8", "replace").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("!") or "\\" in line:
+            return None
+        dir_only = line.endswith("/")
+        body = line.rstrip("/")
+        if not body:
+            continue
+        if "/" in body:
+            (dir_anchored if dir_only else anchored).append(glob_regex(body.lstrip("/")))
+        else:
+            (dir_any if dir_only else anywhere).append(glob_regex(body))
+    base = root.rstrip("/") + "/"
+    any_re = _union(anywhere)
+    anch_re = _union(anchored)
+    dany_re = _union(dir_any)
+    danch_re = _union(dir_anchored)
+
+    def ignored(entry: str, is_dir: bool) -> bool:
+        if not entry.startswith(base):
+            return False
+        rel = entry[len(base):]
+        name = rel.rpartition("/")[2]
+        if any_re is not None and any_re.fullmatch(name):
+            return True
+        if anch_re is not None and anch_re.fullmatch(rel):
+            return True
+        if is_dir:
+            if dany_re is not None and dany_re.fullmatch(name):
+                return True
+            if danch_re is not None and danch_re.fullmatch(rel):
+                return True
+        return False
+
+    return ignored
+
+
+def _union(parts: list[str]) -> re.Pattern[str] | None:
+    return re.compile("|".join(f"(?:{p})" for p in parts), re.DOTALL) if parts else None
+
+
+def tree_facts(path: str, limit: int) -> TreeFacts | None:
+    """Entries under `path` (a directory, not followed if a link) and any `.git` among them."""
+    if os.path.islink(path) or not os.path.isdir(path):
+        return None
+    return _walk(path, limit, True, None, skip_git=True)
+
+
+def foreign_repository(path: str, roots: tuple[str, ...]) -> str | None:
+    """The `.git` between `path` and its workspace root (exclusive), if any; `path` outside
+    every root is reported as itself."""
+    root = inside(path, roots)
+    if root is None:
+        return path
+    cur = path
+    while cur != root and len(cur) > len(root):
+        marker = os.path.join(cur, ".git")
+        if os.path.lexists(marker):
+            return marker
+        cur = os.path.dirname(cur)
+    return None
