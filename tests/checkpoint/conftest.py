@@ -20,10 +20,18 @@ from acpd.tools.setup import build_toolkit
 from acpd.tools.spec import ContentItem, DiffItem, TextItem, ToolCallView
 
 ALLOW_RM = """
+# Everything runs, deletions included: these tests are about undoing what ran. The default
+# policy cannot be layered under this (its deny_write on .git cannot be lifted), so it starts
+# from nothing; deleting .git content still asks (destroy.git), and the observer approves.
+[policy]
+inherit_default = false
+max_delete_files = 1000000
+[paths]
+outside_write = "allow"
 [[rules]]
-id = "destroy.rm"
+id = "everything"
 verdict = "allow"
-commands = ["rm", "unlink"]
+commands = ["*"]
 """
 
 
@@ -42,8 +50,10 @@ class Observer:
         if view.status in ("completed", "failed"):
             self.finals[view.tool_call_id] = list(view.content)
 
+    answer: PermissionAnswer = "reject_once"
+
     async def ask(self, view: ToolCallView) -> PermissionAnswer:
-        return "reject_once"
+        return self.answer
 
     def diffs(self, call_id: str) -> dict[str, DiffItem]:
         return {i.path: i for i in self.finals[call_id] if isinstance(i, DiffItem)}

@@ -71,8 +71,11 @@ async def test_bash_card_diffs_then_undo_in_the_editor_and_on_the_cli_after_exit
         {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]}, {"text": "ok"},
     ])
     client = RecordingClient(terminal_enabled=True)
+    # Unconfined: the kernel sandbox would keep .git/config and hooks (read-only mounts), and
+    # this test is about undoing a whole deletion, as where no sandbox is available.
     async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-                    script=script, args=("--config", str(config_file(tmp_path)))) as run:
+                    script=script, args=("--config", str(config_file(tmp_path))),
+                    env={"ACPD_SANDBOX": "off"}) as run:
         session_id = await run.open_session()
         await client.wait_for(lambda: any(
             u["sessionUpdate"] == "available_commands_update" for u in client.updates))

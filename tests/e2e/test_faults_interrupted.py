@@ -11,6 +11,8 @@ load replays it once, not twice.
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 import signal
 import sqlite3
@@ -66,7 +68,10 @@ def kill_mid_tool(data_dir: Path, workspace: Path, script: Path) -> tuple[str, s
         pid = int(wait_for(workspace / "pid.txt"))
         peer.proc.kill()  # SIGKILL: nothing runs at exit
         peer.proc.wait(10)
-    os.killpg(pid, signal.SIGKILL)  # the command's own group outlives a SIGKILLed daemon
+    # Unconfined, the command's own group outlives a SIGKILLed daemon; in the kernel sandbox
+    # (--die-with-parent and its own PID namespace) it is already gone.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
     return session_id, card
 
 

@@ -97,8 +97,11 @@ async def test_an_allow_rule_cannot_lift_a_policy_ask_and_an_ask_rule_beats_an_a
 
 
 async def test_untrusted_turns_ask_into_deny_and_trusted_workspaces_run_workspace_code(
-    rig: RigFactory, tmp_path: Path
+    rig: RigFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Unconfined: in the kernel sandbox a provisional workspace runs builds too (see
+    # test_a_sandboxed_provisional_workspace_runs_its_build below).
+    monkeypatch.setenv("ACPD_SANDBOX", "off")
     untrusted = with_policy(rig, tmp_path, trust="untrusted")
     result = await untrusted.call("bash", {"command": ASKED})
     assert result.error is not None and untrusted.observer.asked == []
@@ -221,3 +224,20 @@ async def test_local_cwd_outside_the_workspace_is_refused(tmp_path: Path) -> Non
         with pytest.raises(PermissionError, match="outside the workspace"):
             await _run(runner, "pwd", outside, (str(ws),))
     await anyio.lowlevel.checkpoint()
+
+
+async def test_a_sandboxed_provisional_workspace_runs_its_build(
+    rig: RigFactory, tmp_path: Path
+) -> None:
+    """With the kernel sandbox, a build's worst case stays inside the workspace (and can be
+    undone), so a provisional workspace runs it without a prompt; untrusted still denies."""
+    from acpd.sandbox.status import sandbox_status
+
+    if not sandbox_status().available:
+        pytest.skip(f"no kernel sandbox here: {sandbox_status().reason}")
+    provisional = with_policy(rig, tmp_path, answers=["reject_once"])
+    (tmp_path / "ws" / "Makefile").write_text("all:\n\t@echo built\n")
+    made = await provisional.call("bash", {"command": "make"})
+    assert made.error is None and "built" in made.text and provisional.observer.asked == []
+    untrusted = with_policy(rig, tmp_path, trust="untrusted")
+    assert (await untrusted.call("bash", {"command": "make"})).error is not None

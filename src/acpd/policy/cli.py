@@ -43,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
     except CorpusError as exc:
         print(f"acpd policy test: {exc}", file=sys.stderr)
         return EXIT_POLICY
+    except BrokenPipeError:  # `acpd policy check ... | head -1`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_INTERNAL
     except (OSError, ValueError, RecursionError, MemoryError) as exc:
         print(f"acpd policy: {type(exc).__name__}: {exc}"[:2000], file=sys.stderr)
         return EXIT_INTERNAL

@@ -15,6 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 
+GIT_WHOLE = frozenset({".git", ".git/**", "**/.git", "**/.git/**"})
+"""deny_write patterns naming a whole git directory. The policy uses them against tools
+writing into `.git` (`cp x .git/`), never against git itself, whose commits must write objects,
+refs and the index. In the sandbox every process is confined alike, so these are left to the
+git-directory rules (hooks, config and info read-only, the directory pinned), not bound
+read-only whole."""
+
+
 @dataclass(frozen=True, slots=True)
 class PathRules:
     deny_read: tuple[str, ...] = ()
@@ -29,8 +37,8 @@ class PathRules:
         model = policy.policy if hasattr(policy, "hash") else policy
         paths = model.paths
         return cls(
-            tuple(paths.deny_read), tuple(paths.deny_write), tuple(paths.write_roots),
-            bool(model.policy.allow_network),
+            tuple(paths.deny_read), tuple(p for p in paths.deny_write if p not in GIT_WHOLE),
+            tuple(paths.write_roots), bool(model.policy.allow_network),
         )
 
 

@@ -34,10 +34,14 @@ def _sed_script(script: str, model: Model) -> None:
             model.reads.append(rest.strip())
         elif cmd == "s":
             flags = rest.strip()
-            if not re.fullmatch(r"[gpiImM0-9]*", flags):
-                model.ask_unknown(f"s flags {flags!r} run or write")
+            if "e" in flags:
+                model.ask_code(f"s flags {flags!r} run the pattern space as a command")
+            elif not re.fullmatch(r"[gpiImM0-9]*", flags):
+                model.ask_unknown(f"s flags {flags!r} write")
         elif cmd == "y" or cmd in _SED_TEXT or cmd in _SED_PLAIN:
             continue
+        elif cmd == "e":
+            model.ask_code("command 'e' runs a command")
         else:
             model.ask_unknown(f"command {cmd!r} is outside what the spec models")
 
@@ -53,7 +57,7 @@ def _sed(prog: Program, parsed: Parsed, model: Model) -> None:
     for script in scripts:
         _sed_script(script, model)
     if parsed.has("--file"):
-        model.ask_unknown("-f runs a script file the spec cannot see")
+        model.ask_code("-f runs a script file the spec cannot see")
     if parsed.has("--in-place"):
         model.writes.extend(p for p in pos if p != "-")
     model.reads.extend(p for p in pos if p != "-")
@@ -79,11 +83,11 @@ def _awk_program(text: str, model: Model) -> None:
         return
     bare = _AWK_REGEX.sub(" R ", _AWK_STRINGS.sub(' "" ', text))
     if _AWK_RISKY.search(bare):
-        model.ask_unknown("the program runs commands, reads files or loads code")
+        model.ask_code("the program runs commands, reads files or loads code")
         return
     bare = bare.replace("||", " OR ")
     if "|" in bare:
-        model.ask_unknown("the program pipes to a command")
+        model.ask_code("the program pipes to a command")
     for stmt in re.split(r"[;{}\n]", bare):
         if re.search(r"\bprintf?\b", stmt) and ">" in re.sub(r"\([^()]*\)", "", stmt):
             model.ask_unknown("print > FILE writes a file")
@@ -93,7 +97,7 @@ def _awk_program(text: str, model: Model) -> None:
 def _awk(prog: Program, parsed: Parsed, model: Model) -> None:
     pos = list(parsed.positionals)
     if parsed.has("--file"):
-        model.ask_unknown("-f runs a program file the spec cannot see")
+        model.ask_code("-f runs a program file the spec cannot see")
     elif pos:
         _awk_program(pos.pop(0), model)
     else:

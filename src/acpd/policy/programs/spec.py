@@ -76,6 +76,13 @@ class Model:
     def ask_unknown(self, what: str) -> None:
         self.unknown.append(f"{self.program}: {what}")
 
+    def ask_code(self, what: str) -> None:
+        """Code the spec cannot see runs (a script file, `sed e`, `awk system()`): ask, also
+        in the sandbox, which confines such code but cannot tell the user what it is. A
+        program that looks read-only must not run hidden code without a human."""
+        self.ask_unknown(what)
+        self.add("ask", "spec.code", f"{self.program}: {what}")
+
     def add(self, verdict: Verdict, rule_id: str, reason: str) -> None:
         self.findings.append((verdict, rule_id, reason))
 
@@ -261,7 +268,7 @@ def apply_roles(parsed: Parsed, model: Model) -> None:
                 if value is not None:
                     model.reads.append(value)
             elif role == "code":
-                model.ask_unknown(f"{opt.name} runs a program the spec cannot see")
+                model.ask_code(f"{opt.name} runs a program the spec cannot see")
                 if value is not None:
                     model.reads.append(value)
             elif role.startswith("ask:"):
