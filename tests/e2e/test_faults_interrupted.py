@@ -12,7 +12,6 @@ load replays it once, not twice.
 from __future__ import annotations
 
 import contextlib
-
 import os
 import signal
 import sqlite3

@@ -189,6 +189,24 @@ def test_code_running_forms_are_not_allowed(default: CompiledPolicy, ws: str, ho
     assert verdict != "allow", (cmd, rules)
 
 
+HIDDEN_CODE = [
+    "sed 's/.*/id/e' data.txt", "sed -n '1e id' data.txt", "sed -e 1e\\ id data.txt",
+    "sed --exp='1e id' data.txt", "sed -f e.sed data.txt", "sed --fi=e.sed data.txt",
+    "awk 'BEGIN{system(\"id\")}'", "awk '{print | \"sh\"}' data.txt",
+    "awk '{\"date\" | getline d}' data.txt", "awk -f prog.awk data.txt",
+    "awk --fi=prog.awk data.txt", "awk '@include \"x\"' data.txt",
+]
+
+
+@pytest.mark.parametrize("cmd", HIDDEN_CODE)
+def test_hidden_code_asks_even_in_the_sandbox(default: CompiledPolicy, ws: str, home: str,
+                                             cmd: str) -> None:
+    """The sandbox confines what such code does, but nobody saw what it is: a program that
+    looks read-only must not run hidden code without a human."""
+    verdict, rules = judge(default, ws, home, cmd, trust="provisional", sandboxed=True)
+    assert verdict != "allow", (cmd, rules)
+
+
 # ---- D: tree reads of deny_read files, file-reading options ---------------------------------
 
 TREE_READS = [

@@ -47,7 +47,7 @@ def check(env_ws: tuple[dict[str, str], str], cmd: str, *flags: str) -> str:
     ("tar -C .git/hooks -xf a.tar", "deny", "deny"),
     ("mkdir -p sub/.git", "deny", "deny"),
     # C: code in arguments
-    ("sed -f e.sed src/a.txt", "ask", "allow"),
+    ("sed -f e.sed src/a.txt", "ask", "ask"),  # hidden code asks even sandboxed
     ("awk 'BEGIN{system(\"id\")}'", "deny", "deny"),
     # D: prefixes, tree reads, destructive git, system state, detaching
     ("sort --outp=/etc/x src/a.txt", "deny", "deny"),

@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-
 GIT_WHOLE = frozenset({".git", ".git/**", "**/.git", "**/.git/**"})
 """deny_write patterns naming a whole git directory. The policy uses them against tools
 writing into `.git` (`cp x .git/`), never against git itself, whose commits must write objects,

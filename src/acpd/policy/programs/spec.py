@@ -136,6 +136,24 @@ class Program:
         return "ambiguous" if hits else None
 
 
+CODE_LONGS = frozenset({
+    "file", "exec", "exec-batch", "load", "include", "source", "pre", "to-command",
+    "use-compress-program", "compress-program", "checkpoint-action", "info-script",
+    "new-volume-script", "rsh-command", "upload-pack", "receive-pack", "exec-path", "eval",
+    "command", "run", "script", "pager", "editor", "filter",
+})
+"""Long option names (on any program) that run code: a word that an unknown or ambiguous
+spelling could stand for (`awk --fi=prog.awk`, a prefix GNU awk may take) asks even in the
+sandbox, as the option itself would."""
+
+
+def _may_name_code(prog: Program, word: str) -> bool:
+    if not word:
+        return False
+    names = {name for name in prog.longs if name.startswith(word)} or {word}
+    return any(n in CODE_LONGS or any(c.startswith(word) for c in CODE_LONGS) for n in names)
+
+
 def program(name: str, short: str = "", long: str = "", roles: dict[str, str] | None = None,
             **kw: object) -> Program:
     """Build a Program from getopt-like text.
@@ -211,8 +229,11 @@ def parse_argv(prog: Program, args: list[str], model: Model) -> Parsed:
             word, eq, value = arg[2 if arg.startswith("--") else 1 :].partition("=")
             found = prog.long(word)
             if found is None or found == "ambiguous":
-                model.ask_unknown(f"option {arg.partition('=')[0]} is "
-                                  f"{'ambiguous' if found else 'not known'}")
+                what = f"option {arg.partition('=')[0]} is {'ambiguous' if found else 'not known'}"
+                if _may_name_code(prog, word):
+                    model.ask_code(f"{what}, and may be {prog.name}'s way to run code")
+                else:
+                    model.ask_unknown(what)
                 continue
             assert isinstance(found, Opt)
             if found.takes == 0 and eq:
