@@ -186,8 +186,12 @@ def parse(source: str) -> Script:
     """Per depth, the byte range of the last named node: what a `&` after it puts in the
     background."""
     jobs: list[tuple[int, int]] = []
+    steps = 0
     while True:
         node = cursor.node
+        steps += 1
+        if not steps & 255:  # leaves and anonymous nodes cost time too (`{a,b}` x 6000)
+            check()
         if w.amp:
             if node.is_named:
                 last_named[depth] = (node.start_byte, node.end_byte)
@@ -198,8 +202,6 @@ def parse(source: str) -> Script:
             if seen > MAX_NODES:
                 script.too_big = True
                 break
-            if not seen & 255:
-                check()
             if w.suspicious and kind in _QUOTING:
                 quoted.append(depth)
             if kind == "command":
