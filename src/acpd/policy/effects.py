@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterable
 
 from acpd.policy.decision import Verdict
-from acpd.policy.sandbox import PathRules, inside
+from acpd.policy.sandbox import PathRules, inside, resolve
 from acpd.policy.treescan import Ignored, denied_in_tree, foreign_repository, tree_facts
 
 Finding = tuple[Verdict, str, str]
@@ -94,7 +94,7 @@ def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home
 
 
 def _protected_hit(path: str, protected: set[str]) -> str | None:
-    forms = {path, os.path.realpath(path)} if "\x00" not in path else {path}
+    forms = {path, resolve(path)} if "\x00" not in path else {path}
     for form in forms:
         if form in protected:
             return form
@@ -112,7 +112,7 @@ def move_out_findings(sources: Iterable[str], dest: str, cwds: list[str],
     found: list[Finding] = []
     for cwd in cwds:
         target = _absolute(dest, cwd)
-        if inside(target, roots) and inside(os.path.realpath(target), roots):
+        if inside(target, roots) and inside(resolve(target), roots):
             continue
         for raw in sources:
             if inside(_absolute(raw, cwd), roots):
@@ -163,7 +163,7 @@ def git_repository_findings(dirs: list[str], cwds: list[str],
     found: list[Finding] = []
     places = [_absolute(d, cwd) for d in dirs for cwd in cwds] if dirs else cwds
     for place in places:
-        for form in {place, os.path.realpath(place)}:
+        for form in {place, resolve(place)}:
             other = foreign_repository(form, roots)
             if other is not None:
                 found.append(("ask", "git.other-repository",

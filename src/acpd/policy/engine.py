@@ -23,9 +23,11 @@ from acpd.policy.rulematch import CompiledRule, compile_rule
 from acpd.policy.rules import Policy, PolicyError, Trust
 from acpd.policy.sandbox import (
     PathRules,
+    close_decision,
     compile_patterns,
     judge_path,
     normalized_roots,
+    open_decision,
 )
 from acpd.policy.text import check_text, nfkc_variant, strip_line_continuations
 from acpd.policy.words import DYN, PLAIN, Env, expand, expand_segments, simple_value
@@ -105,9 +107,11 @@ class CompiledPolicy(CommandJudge):
         budget = self.settings.budget_ms if budget_ms is None else budget_ms
         parse_mod.warm()  # loading tree-sitter (first call only) is not the command's cost
         previous = budget_mod.start(budget)
+        memo = open_decision()
         try:
             out = self._judge(command, cwd, roots, trust, home, None, sandboxed=sandboxed)
         finally:
+            close_decision(memo)
             budget_mod.restore(previous)
         return Decision(out.verdict, tuple(out.reasons), tuple(out.rules), self.hash)
 
