@@ -18,6 +18,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections.abc import Iterable
+from functools import lru_cache
 
 from acpd.policy.decision import Verdict
 from acpd.policy.sandbox import PathRules, inside, resolve
@@ -44,8 +45,10 @@ def _scan_root(raw: str, cwd: str) -> str:
     return path
 
 
-def protected_paths(home: str, roots: tuple[str, ...]) -> set[str]:
-    """`/`, HOME and its ancestors, and every ancestor of a workspace root."""
+@lru_cache(maxsize=64)
+def protected_paths(home: str, roots: tuple[str, ...]) -> frozenset[str]:
+    """`/`, HOME and its ancestors, and every ancestor of a workspace root (pure: strings
+    only, so memoised)."""
     out = {"/"}
     for start in (os.path.normpath(home), *roots):
         cur = start
@@ -54,7 +57,7 @@ def protected_paths(home: str, roots: tuple[str, ...]) -> set[str]:
         while cur not in ("/", ""):
             cur = os.path.dirname(cur)
             out.add(cur)
-    return out
+    return frozenset(out)
 
 
 def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home: str,
@@ -63,7 +66,7 @@ def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home
     """Deny for HOME, `/` and ancestors of the workspace; with `count`, ask for `.git`
     content and for more than `max_files` entries."""
     found: list[Finding] = []
-    protected: set[str] | None = None
+    protected: frozenset[str] | None = None
     for raw, recursive in deletes:
         for cwd in cwds:
             path = _absolute(raw, cwd)
@@ -93,7 +96,7 @@ def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home
     return found
 
 
-def _protected_hit(path: str, protected: set[str]) -> str | None:
+def _protected_hit(path: str, protected: frozenset[str]) -> str | None:
     forms = {path, resolve(path)} if "\x00" not in path else {path}
     for form in forms:
         if form in protected:

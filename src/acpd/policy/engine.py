@@ -188,7 +188,7 @@ class CompiledPolicy(CommandJudge):
             return
         budget_mod.check()
         try:
-            script = parse_mod.parse(source)
+            script = parse_mod.parse_memo(source)
         except (budget_mod.OverBudget, budget_mod.TooComplex):
             raise
         except Exception as exc:  # the parser must never let a command through

@@ -155,6 +155,30 @@ class _Walk:
 _MASK_NON_ASCII = bytes(range(128)) + b"A" * 128
 
 
+MEMO_MAX_CHARS = 4096
+MEMO_ENTRIES = 512
+_memo: dict[str, Script] = {}
+
+
+def parse_memo(source: str) -> Script:
+    """`parse`, memoised on the exact text (a pure function of it; never a file-system
+    fact). The Script handed back is shared: callers only read it. Texts longer than
+    MEMO_MAX_CHARS are parsed every time (their parse is the cost the budget is for)."""
+    script = _memo.get(source)
+    if script is None:
+        script = parse(source)
+        if len(source) <= MEMO_MAX_CHARS:
+            if len(_memo) >= MEMO_ENTRIES:
+                _memo.clear()
+            _memo[source] = script
+    return script
+
+
+def clear_memo() -> None:
+    """Forget every memoised parse (the benchmark's cold figures, tests)."""
+    _memo.clear()
+
+
 def parse(source: str) -> Script:
     """Parse a command line. Raises ValueError for text the parser must never see (see
     `text.parser_safe`: tree-sitter-bash crashes the process on some code points)."""
