@@ -188,3 +188,44 @@ def test_a_parent_of_the_root_swapped_between_decisions_is_seen(default: Compile
     link.symlink_to(other)
     assert default.judge(f"echo x > {real}/ws/f", cwd=root).verdict == "deny"
     assert default.judge(f"echo x > {other}/ws/f", cwd=root).verdict == "allow"
+
+
+def test_a_long_line_pauses_the_collector_only_while_it_is_judged(
+        reference: CompiledPolicy, workspace: str) -> None:
+    import gc
+    import threading
+
+    from acpd.policy import budget
+
+    long = "ls; " * (budget.GC_PAUSE_CHARS // 2)
+    seen: list[bool] = []
+    original = parse.parse
+
+    def spy(source: str) -> parse.Script:
+        seen.append(gc.isenabled())
+        return original(source)
+
+    parse.parse = spy  # type: ignore[assignment]
+    parse.clear_memo()
+    try:
+        assert gc.isenabled()
+        reference.judge(long, cwd=workspace, roots=(workspace,))
+        reference.judge("ls", cwd=workspace, roots=(workspace,))
+    finally:
+        parse.parse = original  # type: ignore[assignment]
+    assert seen == [False, True]
+    assert gc.isenabled()
+    threads = [threading.Thread(target=reference.judge, args=(long,),
+                                kwargs={"cwd": workspace, "roots": (workspace,)})
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        reference.judge(long, cwd=workspace, roots=(workspace,))
+        assert not gc.isenabled()  # a caller's own pause is left alone
+    finally:
+        gc.enable()

@@ -108,9 +108,14 @@ class CompiledPolicy(CommandJudge):
         parse_mod.warm()  # loading tree-sitter (first call only) is not the command's cost
         previous = budget_mod.start(budget)
         memo = open_decision()
+        paused = len(command) > budget_mod.GC_PAUSE_CHARS
+        if paused:
+            budget_mod.pause_gc()
         try:
             out = self._judge(command, cwd, roots, trust, home, None, sandboxed=sandboxed)
         finally:
+            if paused:
+                budget_mod.resume_gc()
             close_decision(memo)
             budget_mod.restore(previous)
         return Decision(out.verdict, tuple(out.reasons), tuple(out.rules), self.hash)
