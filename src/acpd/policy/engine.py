@@ -245,7 +245,9 @@ class CompiledPolicy(CommandJudge):
                     vals.append(" ".join(alt))
             for name, words in script.for_vars.items():
                 vals = values.setdefault(name, [])
-                for word in words:
+                for j, word in enumerate(words):
+                    if not j & 63:  # one name can hold 6000 words (`for i in a b c` x 2000)
+                        budget_mod.check()
                     for alt in expand(word, env, ctx.home).alternatives:
                         vals.extend(alt)
             nxt: Env = dict(base)
@@ -285,9 +287,13 @@ class CompiledPolicy(CommandJudge):
             if ops.tainting:
                 tainted.update(contexts.var_name(a) for a in ops.assigned if DYN not in a)
         for name, words in script.for_vars.items():
-            if any(expand(w, env, ctx.home).dynamic or expand(w, env, ctx.home).glob
-                   for w in words):
-                tainted.add(name)
+            for j, w in enumerate(words):  # one name can hold 6000 words
+                if not j & 63:
+                    budget_mod.check()
+                exp = expand(w, env, ctx.home)
+                if exp.dynamic or exp.glob:
+                    tainted.add(name)
+                    break
         for _round in range(4):  # y=$x after read x: a few rounds reach the fixpoint
             budget_mod.check()
             grew = False
