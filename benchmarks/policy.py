@@ -4,11 +4,16 @@
 
 Decision time: every corpus line judged `rounds` times under the reference policy; median,
 p99 and worst. No file-system fact is cached across decisions (every path and root is
-resolved again each time), so this is the real per-decision cost. Baseline, measured in the
-same run on the same lines: tree-sitter parsing alone (the floor any judge pays).
+resolved again for each decision). Two figures: "cold", every memo of pure work (the parse of
+an identical text, compiled option globs, protected paths) emptied before each decision, so
+each line costs what a never-seen line costs; "warm", the memos kept, as in a daemon that
+judges the same commands again. Baseline, measured in the same run on the same lines:
+tree-sitter parsing alone (the floor any judge pays).
 Hostile input: generated command lines up to the 64 KiB input cap (deep nesting, long
 pipelines, 64 KiB of `;`, ...), each judged once; the worst time must stay within the policy's
-budget (`[policy] budget_ms`, 50 ms), past which the decision is ask.
+budget (`[policy] budget_ms`, 50 ms), past which the decision is ask. The budget counts the
+judging thread's CPU time less the garbage collector's (budget.py); the figure is reported
+that way, and with the collector's time in.
 Reload latency: a plugin.toml is rewritten on disk; the time until a decision made through the
 handle shows the new policy (watcher debounce 50 ms, step 10 ms). Raw latency: watchfiles
 alone on a directory with the same settings, write to event. Targets: median < 50 µs,
@@ -25,12 +30,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+from acpd.policy import effects, parse, rulematch  # noqa: E402
 from acpd.policy.cli import corpus_workspace  # noqa: E402
 from acpd.policy.engine import compile_policy  # noqa: E402
 from acpd.policy.reload import PolicyHandle  # noqa: E402
@@ -45,6 +52,13 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def empty_memos() -> None:
+    """Forget every memoised pure computation (what a never-seen command line pays)."""
+    parse.clear_memo()
+    rulematch._option_glob.cache_clear()
+    effects.protected_paths.cache_clear()
+
+
 def bench_decisions(rounds: int) -> dict[str, float]:
     import tree_sitter
     import tree_sitter_bash
@@ -54,20 +68,29 @@ def bench_decisions(rounds: int) -> dict[str, float]:
     cmds = [json.loads(x)["cmd"] for x in CORPUS.read_text().splitlines() if x.strip()]
     policy.judge("ls", cwd=ws)  # import tree-sitter once
     parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
-    samples: list[float] = []
+    cold: list[float] = []
+    warm: list[float] = []
     parse_samples: list[float] = []
     for _ in range(rounds):
         for cmd in cmds:
+            empty_memos()
             t0 = time.perf_counter()
             policy.judge(cmd, cwd=ws, roots=(ws,))
-            samples.append(time.perf_counter() - t0)
+            cold.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            policy.judge(cmd, cwd=ws, roots=(ws,))
+            warm.append(time.perf_counter() - t0)
             data = cmd.encode("utf-8", "surrogatepass")
             t0 = time.perf_counter()
             parser.parse(data)
             parse_samples.append(time.perf_counter() - t0)
-    return {"median_us": statistics.median(samples) * 1e6, "p95_us": pct(samples, 0.95) * 1e6,
-            "p99_us": pct(samples, 0.99) * 1e6, "worst_us": max(samples) * 1e6,
-            "parse_median_us": statistics.median(parse_samples) * 1e6, "n": float(len(samples))}
+    figures = {"parse_median_us": statistics.median(parse_samples) * 1e6, "n": float(len(cold))}
+    for label, samples in (("cold", cold), ("warm", warm)):
+        figures |= {f"{label}_median_us": statistics.median(samples) * 1e6,
+                    f"{label}_p95_us": pct(samples, 0.95) * 1e6,
+                    f"{label}_p99_us": pct(samples, 0.99) * 1e6,
+                    f"{label}_worst_us": max(samples) * 1e6}
+    return figures
 
 
 CAP = 65536
@@ -115,22 +138,49 @@ def hostile_inputs() -> dict[str, str]:
     return {name: text[:CAP] for name, text in cases.items()}
 
 
-def bench_hostile() -> tuple[float, str, float, float]:
-    """(worst judge CPU time in ms, its input's name, worst wall time in ms, budget in ms).
-    The budget counts the judging thread's CPU time; the wall time also holds the time the
-    machine gave to other processes."""
+class _GcClock:
+    """CPU time the garbage collector spends on this thread (as budget.py leaves it out)."""
+
+    def __init__(self) -> None:
+        self.spent = 0.0
+        self._started = 0.0
+
+    def __call__(self, phase: str, _info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.thread_time()
+        else:
+            self.spent += time.thread_time() - self._started
+
+
+def bench_hostile(repeats: int = 3) -> dict[str, float | str]:
+    """Worst judge CPU time in ms as the budget counts it (less the collector's), its
+    input's name, the worst with the collector's time in, the worst wall time, the budget.
+    Each input is judged `repeats` times with every memo emptied (the worst run counts)."""
+    import gc
+
     policy = compile_policy(load_base(REFERENCE)[0])
     ws = corpus_workspace()
     policy.judge("ls", cwd=ws)
-    worst, name, worst_wall = 0.0, "", 0.0
-    for label, text in hostile_inputs().items():
-        t0, c0 = time.perf_counter(), time.thread_time()
-        policy.judge(text, cwd=ws, roots=(ws,))
-        cpu = (time.thread_time() - c0) * 1e3
-        worst_wall = max(worst_wall, (time.perf_counter() - t0) * 1e3)
-        if cpu > worst:
-            worst, name = cpu, label
-    return worst, name, worst_wall, float(policy.settings.budget_ms)
+    clock = _GcClock()
+    gc.callbacks.append(clock)
+    worst, name, worst_raw, worst_wall = 0.0, "", 0.0, 0.0
+    try:
+        for _ in range(repeats):
+            for label, text in hostile_inputs().items():
+                empty_memos()
+                clock.spent = 0.0
+                t0, c0 = time.perf_counter(), time.thread_time()
+                policy.judge(text, cwd=ws, roots=(ws,))
+                raw = (time.thread_time() - c0) * 1e3
+                worst_wall = max(worst_wall, (time.perf_counter() - t0) * 1e3)
+                worst_raw = max(worst_raw, raw)
+                cpu = raw - clock.spent * 1e3
+                if cpu > worst:
+                    worst, name = cpu, label
+    finally:
+        gc.callbacks.remove(clock)
+    return {"worst_ms": worst, "name": name, "worst_with_gc_ms": worst_raw,
+            "wall_ms": worst_wall, "budget_ms": float(policy.settings.budget_ms)}
 
 
 def _write(path: Path, text: str) -> None:
@@ -203,17 +253,26 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--reloads", type=int, default=40)
     args = ap.parse_args()
+    print(f"machine load (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     dec = bench_decisions(args.rounds)
-    print(f"decision time over the corpus ({int(dec['n'])} decisions, no file-system cache "
-          f"across decisions): median {dec['median_us']:.1f} µs, p95 {dec['p95_us']:.1f} µs, "
-          f"p99 {dec['p99_us']:.1f} µs, worst {dec['worst_us']:.1f} µs "
-          f"(target median < 50 µs: {dec['median_us'] / 50:.2f}x of target)")
+    for label, what in (("cold", "every memo emptied before each decision"),
+                        ("warm", "memos of pure work kept")):
+        med = dec[f"{label}_median_us"]
+        print(f"decision time over the corpus, {label} ({int(dec['n'])} decisions, {what}; "
+              f"no file-system fact kept across decisions): median {med:.1f} µs, "
+              f"p95 {dec[f'{label}_p95_us']:.1f} µs, p99 {dec[f'{label}_p99_us']:.1f} µs, "
+              f"worst {dec[f'{label}_worst_us']:.1f} µs (target median < 50 µs: "
+              f"{med / 50:.2f}x of target)")
     print(f"baseline, tree-sitter parse alone of the same lines: median "
-          f"{dec['parse_median_us']:.1f} µs; judge/parse ratio "
-          f"{dec['median_us'] / dec['parse_median_us']:.1f}x")
-    worst, name, wall, budget = bench_hostile()
-    print(f"hostile inputs up to the 64 KiB cap: worst judge time {worst:.1f} ms of CPU "
-          f"({name}), worst wall time {wall:.1f} ms; budget {budget:.0f} ms of CPU "
+          f"{dec['parse_median_us']:.1f} µs; judge/parse ratio cold "
+          f"{dec['cold_median_us'] / dec['parse_median_us']:.1f}x, warm "
+          f"{dec['warm_median_us'] / dec['parse_median_us']:.1f}x")
+    h = bench_hostile()
+    worst, budget = float(h["worst_ms"]), float(h["budget_ms"])
+    print(f"hostile inputs up to the 64 KiB cap (each judged 3 times): worst judge time "
+          f"{worst:.1f} ms of CPU as the budget counts it ({h['name']}), "
+          f"{float(h['worst_with_gc_ms']):.1f} ms with the garbage collector's time in, worst "
+          f"wall time {float(h['wall_ms']):.1f} ms; budget {budget:.0f} ms of CPU "
           f"({worst / budget:.2f}x of budget)")
     if args.reloads <= 0:
         return 0

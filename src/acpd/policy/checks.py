@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from acpd.policy.argspec import scan, spec_for
-from acpd.policy.sandbox import inside
+from acpd.policy.sandbox import inside, resolve
 from acpd.policy.words import DYN
 
 
@@ -41,7 +41,7 @@ def script_in_workspace(name: str, args: list[str], ctx: CheckContext) -> bool:
     full = os.path.normpath(path if path.startswith("/") else os.path.join(ctx.cwd, path))
     if "\x00" in full:  # no file has that name (and realpath would raise)
         return False
-    real = os.path.realpath(full)
+    real = resolve(full)
     return inside(full, ctx.roots) is not None and inside(real, ctx.roots) is not None
 
 

@@ -26,7 +26,7 @@ from acpd.policy.blocklist import BLOCKED_BUILTINS, SHELLS
 from acpd.policy.checks import CHECKS, CheckContext
 from acpd.policy.rulematch import GLOB, CompiledRule, rule_matches
 from acpd.policy.rules import GlobRule, Settings
-from acpd.policy.sandbox import inside
+from acpd.policy.sandbox import inside, resolve
 from acpd.policy.words import DYN
 from acpd.policy.wrappers import WRAPPERS
 
@@ -77,7 +77,7 @@ class CommandJudge:
             if "\x00" in full:  # `$'\0'`: no program has that path (and realpath would raise)
                 out.add("deny", "command.nul", f"the command path {name!r} holds a NUL byte")
                 return
-            real = os.path.realpath(full)
+            real = resolve(full)
             if inside(full, ctx.roots) and inside(real, ctx.roots):
                 self._workspace_script(name, ctx)
                 return

@@ -18,9 +18,10 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections.abc import Iterable
+from functools import lru_cache
 
 from acpd.policy.decision import Verdict
-from acpd.policy.sandbox import PathRules, inside
+from acpd.policy.sandbox import PathRules, inside, resolve
 from acpd.policy.treescan import Ignored, denied_in_tree, foreign_repository, tree_facts
 
 Finding = tuple[Verdict, str, str]
@@ -44,8 +45,10 @@ def _scan_root(raw: str, cwd: str) -> str:
     return path
 
 
-def protected_paths(home: str, roots: tuple[str, ...]) -> set[str]:
-    """`/`, HOME and its ancestors, and every ancestor of a workspace root."""
+@lru_cache(maxsize=64)
+def protected_paths(home: str, roots: tuple[str, ...]) -> frozenset[str]:
+    """`/`, HOME and its ancestors, and every ancestor of a workspace root (pure: strings
+    only, so memoised)."""
     out = {"/"}
     for start in (os.path.normpath(home), *roots):
         cur = start
@@ -54,7 +57,7 @@ def protected_paths(home: str, roots: tuple[str, ...]) -> set[str]:
         while cur not in ("/", ""):
             cur = os.path.dirname(cur)
             out.add(cur)
-    return out
+    return frozenset(out)
 
 
 def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home: str,
@@ -63,7 +66,7 @@ def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home
     """Deny for HOME, `/` and ancestors of the workspace; with `count`, ask for `.git`
     content and for more than `max_files` entries."""
     found: list[Finding] = []
-    protected: set[str] | None = None
+    protected: frozenset[str] | None = None
     for raw, recursive in deletes:
         for cwd in cwds:
             path = _absolute(raw, cwd)
@@ -93,8 +96,8 @@ def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home
     return found
 
 
-def _protected_hit(path: str, protected: set[str]) -> str | None:
-    forms = {path, os.path.realpath(path)} if "\x00" not in path else {path}
+def _protected_hit(path: str, protected: frozenset[str]) -> str | None:
+    forms = {path, resolve(path)} if "\x00" not in path else {path}
     for form in forms:
         if form in protected:
             return form
@@ -112,7 +115,7 @@ def move_out_findings(sources: Iterable[str], dest: str, cwds: list[str],
     found: list[Finding] = []
     for cwd in cwds:
         target = _absolute(dest, cwd)
-        if inside(target, roots) and inside(os.path.realpath(target), roots):
+        if inside(target, roots) and inside(resolve(target), roots):
             continue
         for raw in sources:
             if inside(_absolute(raw, cwd), roots):
@@ -163,7 +166,7 @@ def git_repository_findings(dirs: list[str], cwds: list[str],
     found: list[Finding] = []
     places = [_absolute(d, cwd) for d in dirs for cwd in cwds] if dirs else cwds
     for place in places:
-        for form in {place, os.path.realpath(place)}:
+        for form in {place, resolve(place)}:
             other = foreign_repository(form, roots)
             if other is not None:
                 found.append(("ask", "git.other-repository",

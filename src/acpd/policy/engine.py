@@ -23,9 +23,11 @@ from acpd.policy.rulematch import CompiledRule, compile_rule
 from acpd.policy.rules import Policy, PolicyError, Trust
 from acpd.policy.sandbox import (
     PathRules,
+    close_decision,
     compile_patterns,
     judge_path,
     normalized_roots,
+    open_decision,
 )
 from acpd.policy.text import check_text, nfkc_variant, strip_line_continuations
 from acpd.policy.words import DYN, PLAIN, Env, expand, expand_segments, simple_value
@@ -105,9 +107,16 @@ class CompiledPolicy(CommandJudge):
         budget = self.settings.budget_ms if budget_ms is None else budget_ms
         parse_mod.warm()  # loading tree-sitter (first call only) is not the command's cost
         previous = budget_mod.start(budget)
+        memo = open_decision()
+        paused = len(command) > budget_mod.GC_PAUSE_CHARS
+        if paused:
+            budget_mod.pause_gc()
         try:
             out = self._judge(command, cwd, roots, trust, home, None, sandboxed=sandboxed)
         finally:
+            if paused:
+                budget_mod.resume_gc()
+            close_decision(memo)
             budget_mod.restore(previous)
         return Decision(out.verdict, tuple(out.reasons), tuple(out.rules), self.hash)
 
@@ -184,7 +193,7 @@ class CompiledPolicy(CommandJudge):
             return
         budget_mod.check()
         try:
-            script = parse_mod.parse(source)
+            script = parse_mod.parse_memo(source)
         except (budget_mod.OverBudget, budget_mod.TooComplex):
             raise
         except Exception as exc:  # the parser must never let a command through
@@ -236,7 +245,9 @@ class CompiledPolicy(CommandJudge):
                     vals.append(" ".join(alt))
             for name, words in script.for_vars.items():
                 vals = values.setdefault(name, [])
-                for word in words:
+                for j, word in enumerate(words):
+                    if not j & 63:  # one name can hold 6000 words (`for i in a b c` x 2000)
+                        budget_mod.check()
                     for alt in expand(word, env, ctx.home).alternatives:
                         vals.extend(alt)
             nxt: Env = dict(base)
@@ -276,9 +287,13 @@ class CompiledPolicy(CommandJudge):
             if ops.tainting:
                 tainted.update(contexts.var_name(a) for a in ops.assigned if DYN not in a)
         for name, words in script.for_vars.items():
-            if any(expand(w, env, ctx.home).dynamic or expand(w, env, ctx.home).glob
-                   for w in words):
-                tainted.add(name)
+            for j, w in enumerate(words):  # one name can hold 6000 words
+                if not j & 63:
+                    budget_mod.check()
+                exp = expand(w, env, ctx.home)
+                if exp.dynamic or exp.glob:
+                    tainted.add(name)
+                    break
         for _round in range(4):  # y=$x after read x: a few rounds reach the fixpoint
             budget_mod.check()
             grew = False

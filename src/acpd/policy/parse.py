@@ -155,6 +155,30 @@ class _Walk:
 _MASK_NON_ASCII = bytes(range(128)) + b"A" * 128
 
 
+MEMO_MAX_CHARS = 4096
+MEMO_ENTRIES = 512
+_memo: dict[str, Script] = {}
+
+
+def parse_memo(source: str) -> Script:
+    """`parse`, memoised on the exact text (a pure function of it; never a file-system
+    fact). The Script handed back is shared: callers only read it. Texts longer than
+    MEMO_MAX_CHARS are parsed every time (their parse is the cost the budget is for)."""
+    script = _memo.get(source)
+    if script is None:
+        script = parse(source)
+        if len(source) <= MEMO_MAX_CHARS:
+            if len(_memo) >= MEMO_ENTRIES:
+                _memo.clear()
+            _memo[source] = script
+    return script
+
+
+def clear_memo() -> None:
+    """Forget every memoised parse (the benchmark's cold figures, tests)."""
+    _memo.clear()
+
+
 def parse(source: str) -> Script:
     """Parse a command line. Raises ValueError for text the parser must never see (see
     `text.parser_safe`: tree-sitter-bash crashes the process on some code points)."""
@@ -186,8 +210,12 @@ def parse(source: str) -> Script:
     """Per depth, the byte range of the last named node: what a `&` after it puts in the
     background."""
     jobs: list[tuple[int, int]] = []
+    steps = 0
     while True:
         node = cursor.node
+        steps += 1
+        if not steps & 255:  # leaves and anonymous nodes cost time too (`{a,b}` x 6000)
+            check()
         if w.amp:
             if node.is_named:
                 last_named[depth] = (node.start_byte, node.end_byte)
@@ -198,8 +226,6 @@ def parse(source: str) -> Script:
             if seen > MAX_NODES:
                 script.too_big = True
                 break
-            if not seen & 255:
-                check()
             if w.suspicious and kind in _QUOTING:
                 quoted.append(depth)
             if kind == "command":

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from acpd.policy.argspec import Scan, option_matches, scan
 from acpd.policy.checks import CHECKS, CheckContext
@@ -57,7 +59,14 @@ def _has_option(spec: str, args: list[str], sc: Scan) -> bool:
     if spec.startswith("--") or len(spec) == 2:
         return bool(sc.options) and any(option_matches(spec, name) for name, _ in sc.options)
     stop = args.index("--") if "--" in args else len(args)
-    return any(fnmatch.fnmatchcase(a.partition("=")[0], spec) for a in args[:stop])
+    match = _option_glob(spec)
+    return any(match(a.partition("=")[0]) for a in args[:stop])
+
+
+@lru_cache(maxsize=1024)
+def _option_glob(spec: str) -> Callable[[str], object]:
+    """`fnmatch.fnmatchcase(name, spec)` as a compiled matcher (pure: memoised per spec)."""
+    return re.compile(fnmatch.translate(spec)).match
 
 
 def _global_prefix(args: list[str], vopts: frozenset[str]) -> list[str]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import stat
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -197,12 +199,78 @@ def glob_may_match(path: str, patterns: tuple[PathPattern, ...],
 
 _O_PATH = getattr(os, "O_PATH", 0)
 _FD_LINK = "/proc/self/fd/" if os.path.isdir("/proc/self/fd") else ""
+_WALK_MAX = 3
+"""Components an lstat walk may take; a longer path costs the three calls of `_open_name`."""
+_MEMO_MAX = 4096
+
+_scope = threading.local()
+
+
+def open_decision() -> dict[str, str] | None:
+    """Start the resolved-path memo of one decision on this thread; return the previous
+    memo for `close_decision` (a nested judge keeps the outer decision's memo). The memo
+    holds `resolve` results only while one decision runs: no file-system fact outlives it."""
+    previous: dict[str, str] | None = getattr(_scope, "memo", None)
+    if previous is None:
+        _scope.memo = {}
+    return previous
+
+
+def close_decision(previous: dict[str, str] | None) -> None:
+    _scope.memo = previous
 
 
 def resolve(path: str) -> str:
-    """`os.path.realpath(path)`, read afresh: for a path that exists, by opening it with
-    O_PATH and reading the kernel's name for the descriptor (three system calls whatever the
-    depth, where realpath makes one per component); else `os.path.realpath`."""
+    """`os.path.realpath(path)`, read afresh for each decision (resolved at most once per
+    decision: see `open_decision`)."""
+    memo: dict[str, str] | None = getattr(_scope, "memo", None)
+    if memo is None:
+        return _resolve(path, None)
+    real = memo.get(path)
+    if real is None:
+        real = _resolve(path, memo)
+        if len(memo) < _MEMO_MAX:
+            memo[path] = real
+    return real
+
+
+def _resolve(path: str, memo: dict[str, str] | None) -> str:
+    """realpath by the cheapest exact route: below a directory known (this decision) to be
+    its own real path, or near `/`, an lstat per component, stopping at the first that does
+    not exist (realpath keeps the rest as written); any symbolic link on the way, or a longer
+    walk, goes to `_open_name`/realpath."""
+    if not path.startswith("/") or "//" in path or path.endswith("/") or "\x00" in path or (
+            "/." in path and _DOT_COMPONENT.search(path)):
+        return _open_name(path)  # not a normal absolute path: no shortcut
+    base, rest = "", path
+    if memo is not None:
+        cut = len(path)
+        for _ in range(_WALK_MAX):
+            cut = path.rfind("/", 0, cut)
+            if cut <= 0:
+                break
+            prefix = path[:cut]
+            if memo.get(prefix) == prefix:
+                base, rest = prefix, path[cut:]
+                break
+    if rest.count("/") > _WALK_MAX:
+        return _open_name(path)
+    cur = base
+    for part in rest[1:].split("/"):
+        cur = f"{cur}/{part}"
+        try:
+            st = os.lstat(cur)
+        except OSError:
+            return path  # missing (or unreadable): realpath keeps the rest as written
+        if stat.S_ISLNK(st.st_mode):
+            return _open_name(path)
+    return path
+
+
+def _open_name(path: str) -> str:
+    """For a path that exists, open it with O_PATH and read the kernel's name for the
+    descriptor (three system calls whatever the depth, where realpath makes one per
+    component); else `os.path.realpath`."""
     if _O_PATH and _FD_LINK:
         try:
             fd = os.open(path, _O_PATH | os.O_CLOEXEC)
@@ -220,14 +288,13 @@ def resolve(path: str) -> str:
 
 
 def cached_realpath(path: str) -> str:
-    """`os.path.realpath`, never cached: a decision must see the file system as it is now
-    (a symlink created between two decisions is followed by the second). Kept by this name
-    for callers of the old cached helper."""
-    return os.path.realpath(path)
+    """`os.path.realpath`, never cached across decisions: a decision must see the file system
+    as it is now (a symlink created between two decisions is followed by the second)."""
+    return resolve(path)
 
 
 def normalized_roots(roots: tuple[str, ...]) -> tuple[str, ...]:
-    """Workspace roots resolved (realpath, read afresh on every call) and normalized."""
+    """Workspace roots resolved (realpath, read afresh for every decision) and normalized."""
     return tuple(os.path.normpath(resolve(r)) for r in roots)
 
 

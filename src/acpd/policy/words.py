@@ -192,6 +192,8 @@ def lex(text: str, home: str) -> list[Seg]:
             i = m.end()
     while i < n:
         ch = text[i]
+        if not len(segs) & 1023 and segs:  # a 64 KiB word is thousands of segments
+            check()
         if ch == "\\":
             if i + 1 < n:
                 if text[i + 1] != "\n":
