@@ -195,6 +195,8 @@ HIDDEN_CODE = [
     "awk 'BEGIN{system(\"id\")}'", "awk '{print | \"sh\"}' data.txt",
     "awk '{\"date\" | getline d}' data.txt", "awk -f prog.awk data.txt",
     "awk --fi=prog.awk data.txt", "awk '@include \"x\"' data.txt",
+    "awk -i ./lib.awk 1 data.txt", "awk -i inplace 1 data.txt", "awk -W exec prog.awk",
+    "mawk -l ./ext.so 1 data.txt", "gawk -E prog.awk", "awk --load=./ext.so 1 data.txt",
 ]
 
 

@@ -109,8 +109,14 @@ def _awk(prog: Program, parsed: Parsed, model: Model) -> None:
             model.reads.append(p)
 
 
-_AWK = program("awk", "", "-F/field-separator= -v/assign= -f/file=" + " help version",
-               {"-f/--file": "read"}, positionals="custom", check=_awk, abbrev=False)
+# `awk` is mawk on some systems and gawk on others: its table knows both's ways to load code
+# (gawk -i/-l/-E/-e, mawk -W exec), so that they ask even in the sandbox instead of being
+# merely unknown options there.
+_AWK = program("awk", "E:i:l:e:W:", "-F/field-separator= -v/assign= -f/file= include= load= "
+               "exec= source=" + " help version",
+               {"-f/--file": "read", "-E/--exec": "code", "-i/--include": "code",
+                "-l/--load": "code", "-e/--source": "code", "-W": "code"},
+               positionals="custom", check=_awk, abbrev=False)
 add(_AWK, "mawk", "nawk")
 add(program(
     "gawk", "bcCdDghLMNnoOpPrsStVYe:E:i:l:",
