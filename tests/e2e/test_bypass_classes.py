@@ -69,6 +69,7 @@ CASES: list[tuple[str, str, str]] = [
      "P"),
     ("git-git-dir", "git --git-dir=crafted --work-tree=. status", "P"),
     ("git-GIT_DIR", "GIT_DIR=crafted git status", "P"),
+    ("git-cd-then-redirect", "cd .git && printf x > config", "git"),
     # 3. programs that run code from arguments or files
     ("sed-f", "sed -f e.sed data.txt", "P"),
     ("sed-e", "sed -e '1e touch P' data.txt", "P"),
@@ -102,6 +103,7 @@ CASES: list[tuple[str, str, str]] = [
     ("tar-pipe", "tar -cf - .env | tar -xOf -", "secret"),
     ("cp-then-cat", "cp .env x.txt && cat x.txt", "secret"),
     ("sort-files0", "sort --files0-from=list0", "secret"),
+    ("link-then-read", "ln -s secrets s && cat s/token.txt", "secret"),
     # 7. destructive git without --force in its name
     ("git-checkout-dashdash", "git checkout -- .", "edit"),
     ("git-checkout-f", "git checkout -f", "edit"),

@@ -498,3 +498,32 @@ def test_search_globs_narrow_the_tree_scan(default: CompiledPolicy, ws: str, hom
 def test_coproc_asks_unless_sandboxed(default: CompiledPolicy, ws: str, home: str) -> None:
     assert judge(default, ws, home, "coproc sleep 9")[0] == "ask"
     assert judge(default, ws, home, "coproc sleep 9", sandboxed=True)[0] == "allow"
+
+
+# ---- found by the before-stop attack: orders and links made earlier in the same line ---------
+
+SAME_LINE = [
+    # tree-sitter hangs the redirect of `a && b > f` on the whole list: each path is judged
+    # from every directory a `cd` of the line may reach, whatever the parse order
+    "cd .git && echo x > config", "cd -P .git && printf x > config",
+    "cd src && cd ../.git && echo x > config", "pushd .git && echo x >> hooks/pre-commit",
+    "cd conf && cat secrets/k.txt", "cd conf/secrets || true; cat k.txt",
+    # a link made earlier exposes its target to later reads, and a linked tree all of it
+    "ln -s conf/secrets s && cat s/k.txt", "ln -s conf c; cat c/secrets/k.txt",
+    "ln -s \"$PWD/conf\" c && grep -r k c", "ln -sfn .env e && cat e",
+]
+
+
+@pytest.mark.parametrize("cmd", SAME_LINE)
+def test_what_the_line_itself_changes_is_judged(default: CompiledPolicy, ws: str, home: str,
+                                               cmd: str) -> None:
+    verdict, rules = judge(default, ws, home, cmd, trust="provisional")
+    assert verdict != "allow", (cmd, rules)
+
+
+@pytest.mark.parametrize("cmd", ["cd src && echo x > ok.txt", "cd src && ls",
+                                 "ln -s src/a.rs b && cat b", "ln -s docs d; ls d"])
+def test_the_same_shapes_stay_allowed_inside_the_workspace(default: CompiledPolicy, ws: str,
+                                                          home: str, cmd: str) -> None:
+    verdict, rules = judge(default, ws, home, cmd, trust="provisional")
+    assert verdict == "allow", (cmd, rules)

@@ -158,7 +158,9 @@ class CommandJudge:
         out = ctx.out
         for verdict, rule_id, reason in mdl.findings:
             out.add(verdict, rule_id, reason)
-        for r in mdl.reads:
+        # A link's target is exposed both ways: a later write through the link lands on it,
+        # and a later read (`ln -s secrets s && cat s/k`) reads it.
+        for r in (*mdl.reads, *mdl.links):
             self._path(r, "read", ctx)
         for w in (*mdl.writes, *mdl.links):
             self._path(w, "write", ctx)
@@ -187,6 +189,8 @@ class CommandJudge:
             found += effects.tree_findings(
                 mdl.trees, ctx.cwds, ctx.paths, mdl.hidden, mdl.gitignore,
                 treescan.name_filter(mdl.include, mdl.exclude, mdl.exclude_dirs))
+        if mdl.links and not ctx.sandboxed:  # a link to a tree exposes all of it, hidden too
+            found += effects.tree_findings(mdl.links, ctx.cwds, ctx.paths, True)
         if mdl.copies:
             found += effects.copy_findings(mdl.copies, ctx.cwds, self.settings.max_delete_files)
         if mdl.program == "git" and (mdl.git_dirs or ctx.cwds != [ctx.roots[0]]):

@@ -34,6 +34,8 @@ from acpd.policy.words import DYN, PLAIN, Env, expand, expand_segments, simple_v
 from acpd.policy.wrappers import DETACHING, WRAPPERS, unwrap
 
 MAX_DEPTH = 6
+MAX_CWDS = 32
+"""Directories a line's `cd`s may reach that paths are judged from (more: ask)."""
 MAX_COMMANDS = 2000
 MAX_ARGV_COMBOS = 16
 MAX_PATH_CHARS = 4096
@@ -226,8 +228,32 @@ class CompiledPolicy(CommandJudge):
         if script.functions and _recursive(script.functions):
             out.add("deny", "blocklist.recursive-function",
                     "a function calls itself (fork bomb shape)")
+        self._seed_cwds(script, ctx)
         for cmd in script.commands:
             self._simple(cmd, env, ctx, depth)
+
+    def _seed_cwds(self, script: parse_mod.Script, ctx: _Ctx) -> None:
+        """Every directory a `cd`/`pushd` of this line may reach, before any command is
+        judged: the parse order of a list is not always bash's (tree-sitter hangs the
+        redirect of `cd .git && echo x > config` on the whole list), so each path is judged
+        from all of them (a superset; `cd a && cd b` reaches a, b and a/b)."""
+        for cmd in script.commands:
+            words = [w if _plain(w) else simple_value(w) for w in cmd.words]
+            if len(words) < 2 or words[0] not in ("cd", "pushd"):
+                continue
+            operands = [w for w in words[1:] if w is None or w == "-" or not w.startswith("-")]
+            target = operands[0] if operands else None
+            if target is None or DYN in target or target == "-":
+                continue
+            for base in list(ctx.cwds):
+                new = os.path.normpath(os.path.join(base, target))
+                if new in ctx.cwds:
+                    continue
+                if len(ctx.cwds) >= MAX_CWDS:
+                    ctx.out.add("ask", "input.too-complex",
+                                f"the line changes directory more than {MAX_CWDS} ways")
+                    return
+                ctx.cwds.append(new)
 
     def _env(self, script: parse_mod.Script, ctx: _Ctx) -> Env:
         base: Env = {"HOME": (ctx.home,), "PWD": (ctx.cwd,), "IFS": (" \t\n",)}

@@ -16,6 +16,7 @@ import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from acpd.pathglob import glob_regex
 from acpd.policy.decision import Verdict
 from acpd.policy.words import DYN
 
@@ -23,41 +24,6 @@ _DEV_FD = re.compile(r"/dev/fd/\d+")
 REDIRECT_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin",
                               "/dev/tty", "/dev/zero", "/dev/random", "/dev/urandom"})
 _GLOB = re.compile(r"[*?\[]")
-
-
-def glob_regex(pattern: str) -> str:
-    """`**` crosses directories, `*` and `?` do not, `[...]` is a class."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        ch = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif ch == "*":
-            out.append("[^/]*")
-            i += 1
-        elif ch == "?":
-            out.append("[^/]")
-            i += 1
-        elif ch == "[":
-            end = pattern.find("]", i + 2)
-            if end < 0:
-                out.append(re.escape(ch))
-                i += 1
-            else:
-                body = pattern[i + 1 : end].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
-                i = end + 1
-        else:
-            out.append(re.escape(ch))
-            i += 1
-    return "".join(out)
 
 
 @dataclass(frozen=True, slots=True)

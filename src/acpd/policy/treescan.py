@@ -21,7 +21,8 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-from acpd.policy.sandbox import PathRules, glob_regex, inside, matches
+from acpd.pathglob import glob_regex
+from acpd.policy.sandbox import PathRules, inside, matches
 
 MAX_GITIGNORE = 64 * 1024
 Ignored = Callable[[str, bool], bool]

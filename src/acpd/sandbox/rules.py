@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from acpd.pathglob import glob_regex
+
 GIT_WHOLE = frozenset({".git", ".git/**", "**/.git", "**/.git/**"})
 """deny_write patterns naming a whole git directory. The policy uses them against tools
 writing into `.git` (`cp x .git/`), never against git itself, whose commits must write objects,
@@ -39,34 +41,6 @@ class PathRules:
             tuple(paths.deny_read), tuple(p for p in paths.deny_write if p not in GIT_WHOLE),
             tuple(paths.write_roots), bool(model.policy.allow_network),
         )
-
-
-def glob_regex(pattern: str) -> str:
-    """The same translation as the policy's: `**` crosses directories, `*`/`?` do not."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        ch = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif ch == "*":
-            out.append("[^/]*")
-            i += 1
-        elif ch == "?":
-            out.append("[^/]")
-            i += 1
-        elif ch == "[" and (end := pattern.find("]", i + 2)) >= 0:
-            body = pattern[i + 1 : end].replace("\\", "\\\\")
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(ch))
-            i += 1
-    return "".join(out)
 
 
 _GLOB = re.compile(r"[*?\[]")
