@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import acpd
@@ -52,6 +53,10 @@ class ClientCaps:
     read_text_file: bool = False
     write_text_file: bool = False
     terminal: bool = False
+    protocol_version: int = PROTOCOL_VERSION
+    """The version both sides speak (what `initialize` answered)."""
+    raw: Mapping[str, Any] = field(default_factory=dict)
+    """The client's `clientCapabilities` as sent (for `_meta` conventions and new fields)."""
 
 
 def initialize_result(params: Any) -> tuple[dict[str, Any], ClientCaps]:
@@ -69,6 +74,8 @@ def initialize_result(params: Any) -> tuple[dict[str, Any], ClientCaps]:
         read_text_file=fs.get("readTextFile") is True,
         write_text_file=fs.get("writeTextFile") is True,
         terminal=caps.get("terminal") is True,
+        protocol_version=PROTOCOL_VERSION,
+        raw=caps,
     )
     result = {
         # We speak v1 only: echo it when asked for, else offer it (the client decides).
