@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -24,6 +23,7 @@ from acpd.daemon.local import LocalCommandRunner, ProcessGroups
 from acpd.daemon.prompting import run_prompt
 from acpd.daemon.rpc import Connection, Reply
 from acpd.daemon.session import Session
+from acpd.daemon.session_info import rfc3339, send_info
 from acpd.daemon.store import BadCursor, SessionRow
 from acpd.protocol import acp
 from acpd.protocol.errors import invalid_params
@@ -190,6 +190,7 @@ class SessionMethods:
 
         async def announce() -> None:
             await session.send(updates.available_commands(direct.commands(self.rt.pipeline)))
+            await send_info(session)
 
         return announce
 
@@ -339,7 +340,7 @@ def _info(row: SessionRow) -> dict[str, Any]:
     info: dict[str, Any] = {
         "sessionId": row.id,
         "cwd": row.cwd,
-        "updatedAt": datetime.fromtimestamp(row.updated_at, UTC).isoformat(),
+        "updatedAt": rfc3339(row.updated_at),
     }
     if row.title:
         info["title"] = row.title

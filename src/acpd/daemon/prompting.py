@@ -9,6 +9,7 @@ import anyio
 
 from acpd.daemon import direct, updates
 from acpd.daemon.errors import SessionBusy
+from acpd.daemon.session_info import new_message_id, send_info, title_from_prompt
 from acpd.protocol.session_state import IllegalTransition
 from acpd.providers.base import Message
 
@@ -18,8 +19,6 @@ if TYPE_CHECKING:
     from acpd.tools.pipeline import CallEnv
 
 log = logging.getLogger("acpd.prompt")
-
-TITLE_CHARS = 80
 
 
 async def run_prompt(
@@ -45,14 +44,18 @@ async def run_prompt(
             stop = "cancelled"
     finally:
         session.end_turn()
+    await send_info(session)  # the session changed: its new time, before the answer
     return stop
 
 
 async def _dispatch(session: Session, text: str, rt: Runtime, env: CallEnv) -> str:
-    session.store.append_update(session.id, updates.message_chunk("user_message_chunk", text))
-    if session.title is None and text.strip():
-        session.title = text.strip().splitlines()[0][:TITLE_CHARS]
-        rt.store.update_meta(session.id, title=session.title)
+    user_chunk = updates.message_chunk("user_message_chunk", text, new_message_id())
+    session.store.append_update(session.id, user_chunk)
+    if session.title is None:
+        session.title = title_from_prompt(text)
+        if session.title is not None:
+            rt.store.update_meta(session.id, title=session.title)
+            await send_info(session)
     stripped = text.lstrip()
     if stripped.startswith("/"):
         await direct.run_slash(stripped, session, rt.pipeline, env, session.model)

@@ -10,6 +10,7 @@ import anyio
 
 from acpd.daemon import updates
 from acpd.daemon.errors import PeerError
+from acpd.daemon.session_info import new_message_id
 from acpd.protocol.session_state import SessionEvent, SessionState, SessionStateMachine
 from acpd.tools.approvals import Approvals
 from acpd.tools.permissions import PermissionAnswer
@@ -73,8 +74,9 @@ class Session:
         await self.conn.notify("session/update", {"sessionId": self.id, "update": update})
 
     async def say(self, text: str) -> None:
-        """An agent message that is shown and kept for replay."""
-        await self.send(updates.message_chunk("agent_message_chunk", text), persist=True)
+        """An agent message that is shown and kept for replay (a message of its own)."""
+        chunk = updates.message_chunk("agent_message_chunk", text, new_message_id())
+        await self.send(chunk, persist=True)
 
     def remember(self, message: Message) -> None:
         self.history.append(message)

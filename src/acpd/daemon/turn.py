@@ -25,6 +25,7 @@ import anyio.lowlevel
 
 from acpd.daemon import updates
 from acpd.daemon.session import Session
+from acpd.daemon.session_info import new_message_id
 from acpd.providers.base import (
     Message,
     ModelRequest,
@@ -171,7 +172,8 @@ async def call_model(
     stored for replay as it streams (see PERSIST_EVERY), not only when the reply ends. Tool
     calls past `max_calls` are counted in `dropped` and kept nowhere."""
     reply = ModelReply()
-    text = StreamedText(session)
+    message_id = new_message_id()  # the reply's text and thoughts are one message
+    text = StreamedText(session, message_id)
     clock = time.perf_counter
     yielded = clock()
     try:
@@ -186,10 +188,14 @@ async def call_model(
                 else:
                     await anyio.lowlevel.checkpoint_if_cancelled()
                 if isinstance(event, TextDelta):
-                    await session.send(updates.message_chunk("agent_message_chunk", event.text))
+                    await session.send(
+                        updates.message_chunk("agent_message_chunk", event.text, message_id)
+                    )
                     text.add(event.text)
                 elif isinstance(event, ThoughtDelta):
-                    await session.send(updates.message_chunk("agent_thought_chunk", event.text))
+                    await session.send(
+                        updates.message_chunk("agent_thought_chunk", event.text, message_id)
+                    )
                 elif isinstance(event, ToolCallEvent):
                     if len(reply.calls) < max_calls:
                         reply.calls.append(event.call)
@@ -227,8 +233,9 @@ class StreamedText:
     at the end. A timer rather than the next chunk: a model that stalls mid-reply must not
     hold back what the editor already shows."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, message_id: str | None = None) -> None:
         self.session = session
+        self.message_id = message_id
         self.parts: list[str] = []
         self.stored = 0
         self._timer: asyncio.TimerHandle | None = None
@@ -246,7 +253,8 @@ class StreamedText:
         self.stored = len(self.parts)
         if new:
             self.session.store.append_update(
-                self.session.id, updates.message_chunk("agent_message_chunk", new)
+                self.session.id,
+                updates.message_chunk("agent_message_chunk", new, self.message_id),
             )
 
     def finish(self) -> str:

@@ -70,9 +70,13 @@ def _content(item: ContentItem) -> acp.ToolCallContent:
     return acp.TerminalToolCallContent(terminal_id=item.terminal_id)
 
 
-def message_chunk(kind: str, text: str) -> dict[str, Any]:
-    """`agent_message_chunk`, `user_message_chunk` or `agent_thought_chunk`."""
-    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+def message_chunk(kind: str, text: str, message_id: str | None = None) -> dict[str, Any]:
+    """`agent_message_chunk`, `user_message_chunk` or `agent_thought_chunk`; `messageId`
+    when given (daemon/session_info.py: one per message, stored so replays repeat it)."""
+    chunk: dict[str, Any] = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+    if message_id is not None:
+        chunk["messageId"] = message_id
+    return chunk
 
 
 def plan(entries: list[dict[str, Any]]) -> dict[str, Any]:
