@@ -189,8 +189,9 @@ class SessionMethods:
         """The updates that must follow (never precede) a session's response."""
 
         async def announce() -> None:
+            if session.title is not None:  # a stored one: the editor may not have it
+                await send_info(session)
             await session.send(updates.available_commands(direct.commands(self.rt.pipeline)))
-            await send_info(session)
 
         return announce
 
