@@ -63,7 +63,7 @@ async def test_text_thinking_tool_use_and_what_was_sent(llm_server: FakeLLMServe
         TextDelta(" the workspace first."),
         ToolCallEvent(ToolCallRequest("toolu_01T1x1fJ34qAmk2tNTrN7Up6", "list_directory",
                                       {"path": "."}, '{"path": "."}')),
-        UsageEvent(3072, 89),
+        UsageEvent(3072, 89, cache_read_tokens=2048),
         StopEvent("tool_use"),
     ]
     [sent] = llm_server.requests

@@ -107,8 +107,9 @@ def test_text_thinking_and_tool_use_fixture() -> None:
         TextDelta(" the workspace first."),
         ToolCallEvent(ToolCallRequest("toolu_01T1x1fJ34qAmk2tNTrN7Up6", "list_directory",
                                       {"path": "."}, '{"path": "."}')),
-        # input_tokens + cache_read_input_tokens; output_tokens from message_delta.
-        UsageEvent(3072, 89),
+        # input_tokens + cache_read_input_tokens; output_tokens from message_delta; the
+        # cached part told apart (it is priced apart); Anthropic reports no cost.
+        UsageEvent(3072, 89, cache_read_tokens=2048, cache_write_tokens=0, cost=None),
         StopEvent("tool_use"),
     ]
 

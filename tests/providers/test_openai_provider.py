@@ -117,7 +117,7 @@ async def test_parallel_calls_with_interleaved_deltas(llm_server: FakeLLMServer)
         ("read", {"path": "src/main.py", "limit": 40}),
         ("grep", {"pattern": "def main\\(", "path": "src"}),
     ]
-    assert events[-2:] == [UsageEvent(1210, 52), StopEvent("tool_use")]
+    assert events[-2:] == [UsageEvent(1210, 52, cache_read_tokens=1024), StopEvent("tool_use")]
 
 
 async def test_invalid_argument_json_is_a_call_not_an_exception(

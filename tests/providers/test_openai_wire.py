@@ -195,3 +195,25 @@ def test_done_without_finish_reason_is_accepted() -> None:
 ])
 def test_error_bodies_of_compatible_servers(body: bytes, expected: str) -> None:
     assert openai_wire.error_message(body) == expected
+
+
+def test_openrouter_reports_its_cost_and_cached_tokens() -> None:
+    events = decode("openai_openrouter_usage_cost.sse")
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert text == "Priced by the router."
+    assert events[-2:] == [
+        UsageEvent(1480, 6, cache_read_tokens=1024, cost=0.0001446), StopEvent("end_turn"),
+    ]
+
+
+def test_cached_tokens_without_a_cost_leave_the_cost_unknown() -> None:
+    events = decode("openai_usage_cached.sse")
+    assert events[-2] == UsageEvent(3000, 500, cache_read_tokens=2000, cost=None)
+
+
+@pytest.mark.parametrize("cost", [-1, "0.5", True, None, {"amount": 1}, [1]])
+def test_a_cost_that_is_not_a_real_amount_is_dropped(cost: object) -> None:
+    usage = {"prompt_tokens": 10, "completion_tokens": 2, "cost": cost}
+    chunk = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": usage}
+    events = decode_chunks(chunk)
+    assert events[-2] == UsageEvent(10, 2, cost=None)

@@ -191,7 +191,7 @@ class AcpAgent:
         agent = config.agent
         limits = LoopLimits(
             agent.max_tool_iterations, agent.context_budget_tokens, agent.max_tokens,
-            agent.system_prompt, agent.max_tool_calls_per_reply,
+            agent.system_prompt, agent.max_tool_calls_per_reply, prices=agent.prices,
         )
         # filters.toml is looked up beside the config file (which need not exist); both are
         # watched, and the output filters rebuilt when either changes.

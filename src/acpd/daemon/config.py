@@ -28,6 +28,24 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class PriceConfig(Section):
+    """What a model costs, per million tokens (docs/v1-additions.md). A call whose cached
+    tokens have no price here gets no cost: acpd never guesses one."""
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+    cache_read_per_mtok: float | None = Field(None, ge=0)
+    cache_write_per_mtok: float | None = Field(None, ge=0)
+    currency: str = Field("USD", min_length=1, max_length=16)
+
+
+DEFAULT_IMAGE_MODELS = (
+    "anthropic:claude-3*", "anthropic:claude-*-4*", "anthropic:claude-4*",
+    "openai:gpt-4o*", "openai:gpt-4.1*", "openai:gpt-4.5*", "openai:gpt-5*", "openai:o1",
+    "openai:o1-20*", "openai:o3", "openai:o3-20*", "openai:o4-mini*",
+)
+
+
 class AgentConfig(Section):
     model: str | None = None
     """`openai:NAME`, `anthropic:NAME` or `scripted:PATH`; none means direct mode."""
@@ -41,6 +59,13 @@ class AgentConfig(Section):
     max_tokens: int = Field(4096, ge=1)
     system_prompt: str | None = None
     default_mode: str = Field("ask", pattern="^(read-only|ask|auto)$")
+    prices: dict[str, PriceConfig] = Field(default_factory=dict)
+    """`kind:model` (or the bare model name) -> its price: the cost in `usage_update` when
+    the provider does not report one."""
+    image_models: list[str] = Field(default_factory=lambda: list(DEFAULT_IMAGE_MODELS))
+    """Globs on `kind:model`: the models that take images in prompts."""
+    max_image_bytes: int = Field(5 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+    """Largest image (decoded) a prompt may carry; a larger one is refused, saying so."""
 
 
 class ProviderConfig(Section):

@@ -84,7 +84,10 @@ def initialize_result(params: Any) -> tuple[dict[str, Any], ClientCaps]:
             "loadSession": True,
             "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": False, "sse": False},
-            "sessionCapabilities": {"list": {}, "delete": {}, "resume": {}, "close": {}},
+            "sessionCapabilities": {
+                "list": {}, "delete": {}, "resume": {}, "close": {},
+                "additionalDirectories": {},  # each checked: daemon/roots.py
+            },
         },
         "authMethods": [],
         "agentInfo": {"name": "acpd", "title": "acpd", "version": acpd.__version__},

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acpd.daemon import direct, updates
+from acpd.daemon import direct, updates, v1extras
 from acpd.daemon.confine import policy_rules
 from acpd.daemon.editor import TERMINAL_TIMEOUT, EditorFileSystem, EditorTerminalRunner
 from acpd.daemon.errors import SessionBusy, SessionNotFound
@@ -95,16 +95,18 @@ class SessionMethods:
         req = acp.NewSessionRequest.model_validate(params)
         rt = self.rt
         _check_cwd(req.cwd)
+        extra = await v1extras.accept_roots(rt, req.cwd, req.additional_directories)
         session_id = f"sess_{uuid.uuid4().hex}"
         model = rt.config.agent.model
         rt.store.create(session_id, req.cwd, rt.config.agent.default_mode, model)
         session = self._open(session_id, req.cwd, rt.config.agent.default_mode, model)
+        v1extras.activate(session, rt, extra, fresh=True)
         return Reply({"sessionId": session_id, **self._state(session)}, self._announce(session))
 
     async def load_session(self, params: Any) -> dict[str, Any]:
         """Replay the whole history, the commands included, and only then answer."""
         req = acp.LoadSessionRequest.model_validate(params)
-        session, _ = self._reopen(req.session_id, req.cwd)
+        session, _ = await self._reopen_with_roots(req)
         for update in self.rt.store.updates(session.id):
             await session.send(update)
         await self._announce(session)()
@@ -112,7 +114,7 @@ class SessionMethods:
 
     async def resume_session(self, params: Any) -> Reply:
         req = acp.ResumeSessionRequest.model_validate(params)
-        session, closed = self._reopen(req.session_id, req.cwd)
+        session, closed = await self._reopen_with_roots(req)
         announce = self._announce(session)
 
         async def then() -> None:
@@ -121,6 +123,17 @@ class SessionMethods:
             await announce()
 
         return Reply(self._state(session), then)
+
+    async def _reopen_with_roots(
+        self, req: acp.LoadSessionRequest | acp.ResumeSessionRequest
+    ) -> tuple[Session, list[dict[str, Any]]]:
+        if self.rt.store.get(req.session_id) is None:
+            raise SessionNotFound(req.session_id)
+        _check_cwd(req.cwd)
+        extra = await v1extras.accept_roots(self.rt, req.cwd, req.additional_directories)
+        session, closed = self._reopen(req.session_id, req.cwd)
+        v1extras.activate(session, self.rt, extra, fresh=False)
+        return session, closed
 
     def _reopen(self, session_id: str, cwd: str) -> tuple[Session, list[dict[str, Any]]]:
         """The stored session, live again, with what a dead daemon left open closed (see
@@ -149,7 +162,9 @@ class SessionMethods:
             rows, cursor = self.rt.store.list(req.cwd, req.cursor)
         except BadCursor:
             raise invalid_params("cursor is not one this agent issued") from None
-        result: dict[str, Any] = {"sessions": [_info(row) for row in rows]}
+        result: dict[str, Any] = {"sessions": [
+            _info(row, v1extras.listed_roots(self.rt, row.id)) for row in rows
+        ]}
         if cursor is not None:
             result["nextCursor"] = cursor
         return result
@@ -207,9 +222,11 @@ class SessionMethods:
     async def set_config_option(self, params: Any) -> dict[str, Any]:
         req = acp.SetSessionConfigOptionRequest.model_validate(params)
         session = self._live(req.session_id)
-        if not isinstance(req.value, str):
+        if v1extras.is_switch(req.config_id):
+            v1extras.set_switch(session, self.rt, req.config_id, req.value)
+        elif not isinstance(req.value, str):
             raise invalid_params(f"{req.config_id} takes one of its listed values")
-        if req.config_id == "mode":
+        elif req.config_id == "mode":
             self._switch_mode(session, req.value)
             await session.send(updates.current_mode(session.mode))
         elif req.config_id == "model":
@@ -221,7 +238,7 @@ class SessionMethods:
             self.rt.store.update_meta(session.id, model=session.model)
         else:
             raise invalid_params(f"unknown config option {req.config_id!r}")
-        return {"configOptions": [o.to_wire() for o in self._config_options(session)]}
+        return {"configOptions": self._options_wire(session)}
 
     def _switch_mode(self, session: Session, mode: str) -> None:
         if mode not in MODE_NAMES:
@@ -236,8 +253,12 @@ class SessionMethods:
         ]
         return {
             "modes": {"currentModeId": session.mode, "availableModes": modes},
-            "configOptions": [o.to_wire() for o in self._config_options(session)],
+            "configOptions": self._options_wire(session),
         }
+
+    def _options_wire(self, session: Session) -> list[dict[str, Any]]:
+        options = [o.to_wire() for o in self._config_options(session)]
+        return options + v1extras.switch_options(session, self.client().raw)
 
     def _model_choices(self, session: Session) -> list[str]:
         agent = self.rt.config.agent
@@ -329,6 +350,7 @@ class SessionMethods:
             session.cwd, session.roots, session.mode, fs, runner, session, session.approvals,
             session.tools, session.id, shell.timeout, shell.output_byte_limit,
             overflow=SessionOverflow(rt.store, session.id),
+            confirm_commands=session.settings.on("confirm_commands"),
         )
 
 
@@ -337,7 +359,7 @@ def _check_cwd(cwd: str) -> None:
         raise invalid_params(f"cwd is not a directory: {cwd[:300]}")
 
 
-def _info(row: SessionRow) -> dict[str, Any]:
+def _info(row: SessionRow, extra_roots: list[str]) -> dict[str, Any]:
     info: dict[str, Any] = {
         "sessionId": row.id,
         "cwd": row.cwd,
@@ -345,4 +367,6 @@ def _info(row: SessionRow) -> dict[str, Any]:
     }
     if row.title:
         info["title"] = row.title
+    if extra_roots:
+        info["additionalDirectories"] = extra_roots
     return info

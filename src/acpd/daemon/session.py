@@ -11,6 +11,7 @@ import anyio
 from acpd.daemon import updates
 from acpd.daemon.errors import PeerError
 from acpd.daemon.session_info import new_message_id
+from acpd.daemon.settings import SessionSettings
 from acpd.protocol.session_state import SessionEvent, SessionState, SessionStateMachine
 from acpd.tools.approvals import Approvals
 from acpd.tools.permissions import PermissionAnswer
@@ -58,13 +59,16 @@ class Session:
     idle: anyio.Event = field(default_factory=anyio.Event)
     editor_terminal: bool = True
     """False once the editor left a `terminal/create` unanswered: commands run locally."""
+    settings: SessionSettings = field(default_factory=SessionSettings)
+    """Switches, extra roots and running cost, stored with the session (daemon/settings.py)."""
 
     def __post_init__(self) -> None:
         self.idle.set()
 
     @property
     def roots(self) -> tuple[str, ...]:
-        return (self.cwd,)
+        """The cwd, then the checked `additionalDirectories` (daemon/roots.py)."""
+        return (self.cwd, *self.settings.additional_directories)
 
     # --- the editor's view ------------------------------------------------------------------
 

@@ -63,6 +63,10 @@ CREATE TABLE IF NOT EXISTS tool_overflow (
 );
 CREATE INDEX IF NOT EXISTS tool_overflow_by_session ON tool_overflow (session_id);
 CREATE INDEX IF NOT EXISTS tool_overflow_by_age ON tool_overflow (created_at);
+CREATE TABLE IF NOT EXISTS session_settings (
+    session_id TEXT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+    payload BLOB NOT NULL
+);
 """
 DAY = 86_400.0
 
@@ -241,6 +245,26 @@ class SessionStore:
         for table in ("updates", "messages"):
             self._seq.pop(f"{table}\0{session_id}", None)
         return deleted > 0
+
+    # --- per-session settings (config switches, extra roots, cost: daemon/settings.py) ----
+
+    def settings(self, session_id: str) -> dict[str, Any]:
+        """The session's stored settings; {} when it has none (or the row is unreadable)."""
+        row = self._db.execute(
+            "SELECT payload FROM session_settings WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        value = orjson.loads(row[0]) if row else {}
+        return value if isinstance(value, dict) else {}
+
+    def save_settings(self, session_id: str, settings: dict[str, Any]) -> None:
+        if self.closed:
+            return
+        self.flush_meta()
+        with self._writing(), self._db:
+            self._db.execute(
+                "INSERT INTO session_settings VALUES (?, ?) ON CONFLICT (session_id) "
+                "DO UPDATE SET payload = excluded.payload", (session_id, orjson.dumps(settings))
+            )
 
     # --- overflow (the tools get it as tools.overflow.SessionOverflow) ---------------------
 

@@ -18,7 +18,9 @@ import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.lowlevel
@@ -26,6 +28,7 @@ import anyio.lowlevel
 from acpd.daemon import updates
 from acpd.daemon.session import Session
 from acpd.daemon.session_info import new_message_id
+from acpd.daemon.usage import report_usage
 from acpd.providers.base import (
     Message,
     ModelRequest,
@@ -40,6 +43,9 @@ from acpd.providers.base import (
     UsageEvent,
 )
 from acpd.tools.pipeline import CallEnv, ToolPipeline
+
+if TYPE_CHECKING:
+    from acpd.daemon.config import PriceConfig
 
 log = logging.getLogger("acpd.turn")
 
@@ -70,6 +76,8 @@ class LoopLimits:
     max_tokens: int = 4096
     system_prompt: str | None = None
     max_tool_calls_per_reply: int = 64
+    prices: Mapping[str, PriceConfig] = field(default_factory=dict)
+    """`[agent.prices]`: the cost of a call whose provider reports none (daemon/usage.py)."""
 
 
 @dataclass(slots=True)
@@ -81,6 +89,8 @@ class ModelReply:
     stop: str = "end_turn"
     input_tokens: int = 0
     output_tokens: int = 0
+    usage: list[UsageEvent] = field(default_factory=list)
+    """As the provider reported it (daemon/usage.py prices it)."""
 
 
 async def run_turn(
@@ -113,9 +123,8 @@ async def run_turn(
         except ProviderError as exc:
             await session.say(f"\n[acpd] The model call failed: {exc}")
             return "end_turn"
-        if reply.input_tokens or reply.output_tokens:
-            used = reply.input_tokens + reply.output_tokens
-            await session.send(updates.usage(used, budget))
+        if reply.usage:
+            await report_usage(session, reply.usage, budget, limits.prices)
         if not reply.calls:
             return {"max_tokens": "max_tokens", "refusal": "refusal"}.get(reply.stop, "end_turn")
         if rounds >= limits.max_tool_iterations:
@@ -204,6 +213,7 @@ async def call_model(
                 elif isinstance(event, UsageEvent):
                     reply.input_tokens += event.input_tokens
                     reply.output_tokens += event.output_tokens
+                    reply.usage.append(event)
                 elif isinstance(event, StopEvent):
                     reply.stop = event.reason
     finally:

@@ -187,6 +187,8 @@ class StreamDecoder:
         self._blocks: dict[int, _Block] = {}
         self._input_tokens = 0
         self._output_tokens = 0
+        self._cache_read = 0
+        self._cache_write = 0
         self._stop: str | None = None
         self._done = False
 
@@ -278,7 +280,8 @@ class StreamDecoder:
     def _on_message_stop(self, data: dict[str, Any]) -> list[ModelEvent]:
         self._done = True
         return [
-            UsageEvent(self._input_tokens, self._output_tokens),
+            UsageEvent(self._input_tokens, self._output_tokens, self._cache_read,
+                       self._cache_write),
             StopEvent(STOP_REASONS.get(self._stop or "", "end_turn")),
         ]
 
@@ -299,6 +302,8 @@ class StreamDecoder:
         # `input_tokens` but fill the context window all the same.
         if isinstance(usage.get("input_tokens"), int):
             self._input_tokens = sum(_int(usage.get(key)) for key in _INPUT_KEYS)
+            self._cache_read = _int(usage.get("cache_read_input_tokens"))
+            self._cache_write = _int(usage.get("cache_creation_input_tokens"))
         if isinstance(usage.get("output_tokens"), int):
             self._output_tokens = _int(usage.get("output_tokens"))
 

@@ -77,7 +77,15 @@ class ToolCallEvent:
 @dataclass(frozen=True, slots=True)
 class UsageEvent:
     input_tokens: int
+    """Every prompt token, cached ones included (they fill the context all the same)."""
     output_tokens: int
+    cache_read_tokens: int = 0
+    """Of input_tokens, those read from the provider's prompt cache."""
+    cache_write_tokens: int = 0
+    """Of input_tokens, those written to the prompt cache (Anthropic bills them apart)."""
+    cost: float | None = None
+    """What the provider says this call cost, in USD (OpenRouter's `usage.cost`); None when
+    it did not say. Never estimated here: daemon/usage.py prices tokens from a table."""
 
 
 ModelStop = Literal["end_turn", "tool_use", "max_tokens", "refusal"]

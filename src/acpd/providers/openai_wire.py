@@ -195,7 +195,7 @@ class StreamDecoder:
         self._calls: dict[int, _PartialCall] = {}
         self._emitted_calls = 0
         self._finish: str | None = None
-        self._usage: tuple[int, int] | None = None
+        self._usage: UsageEvent | None = None
         self._done = False
 
     def feed(self, sse: SSEEvent) -> list[ModelEvent]:
@@ -219,7 +219,7 @@ class StreamDecoder:
             raise ProviderError(f"the server reported an error mid-stream: {message}")
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            self._usage = (_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")))
+            self._usage = usage_event(usage)
         events: list[ModelEvent] = []
         choices = chunk.get("choices")
         if isinstance(choices, list):
@@ -301,12 +301,31 @@ class StreamDecoder:
         self._done = True
         events = self._flush_calls()
         if self._usage is not None:
-            events.append(UsageEvent(*self._usage))
+            events.append(self._usage)
         reason = STOP_REASONS.get(self._finish or "", "end_turn")
         if self._emitted_calls and reason == "end_turn":
             reason = "tool_use"
         events.append(StopEvent(reason))
         return events
+
+
+def usage_event(usage: dict[str, Any]) -> UsageEvent:
+    """A `usage` object: token counts, cached prompt tokens (`prompt_tokens_details`), and
+    the cost when the server reports one (OpenRouter: `cost`, in USD credits)."""
+    details = usage.get("prompt_tokens_details")
+    cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    return UsageEvent(
+        _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")),
+        cache_read_tokens=cached, cost=reported_cost(usage.get("cost")),
+    )
+
+
+def reported_cost(value: Any) -> float | None:
+    """A cost a server reported: a finite, non-negative number, else None (never guessed)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    cost = float(value)
+    return cost if 0 <= cost < float("inf") else None
 
 
 def _int(value: Any) -> int:

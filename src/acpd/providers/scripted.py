@@ -4,10 +4,12 @@ Script format (JSON):
     {"turns": [{"text": "...", "tool_calls": [{"name": "read", "arguments": {...}}]}, ...]}
 
 A turn may also carry `"chunks": ["...", ...]` (text streamed in pieces), `"thought"`,
-`"usage": {"input_tokens": N, "output_tokens": N}`, `"delay": seconds` (before the reply, to
-test cancellation), `"stall": seconds` (after the text, before the tool calls and the end: a
-reply cut off mid-stream), and a tool call may give `"raw_arguments"` (argument text as a model sent
-it, to exercise invalid JSON). Used by the demo and by the end-to-end tests.
+`"usage": {"input_tokens": N, "output_tokens": N}` (also `cache_read_tokens`,
+`cache_write_tokens`, and `cost`: what a provider reports, in USD),
+`"delay": seconds` (before the reply, to test cancellation), `"stall": seconds` (after the
+text, before the tool calls and the end: a reply cut off mid-stream), and a tool call may
+give `"raw_arguments"` (argument text as a model sent it, to exercise invalid JSON).
+Used by the demo and by the end-to-end tests.
 """
 
 from __future__ import annotations
@@ -119,7 +121,7 @@ class ScriptedProvider:
             yield ToolCallEvent(self._call(call))
         usage = turn.get("usage")
         if isinstance(usage, dict):
-            yield UsageEvent(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
+            yield _usage(usage)
         yield StopEvent("tool_use" if calls else "end_turn")
 
     def _call(self, call: dict[str, Any]) -> ToolCallRequest:
@@ -128,3 +130,12 @@ class ScriptedProvider:
         if isinstance(call.get("raw_arguments"), str):
             return parse_arguments(call_id, call["name"], call["raw_arguments"])
         return ToolCallRequest(call_id, call["name"], dict(call.get("arguments", {})))
+
+
+def _usage(usage: dict[str, Any]) -> UsageEvent:
+    cost = usage.get("cost")
+    return UsageEvent(
+        int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)),
+        int(usage.get("cache_read_tokens", 0)), int(usage.get("cache_write_tokens", 0)),
+        float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
+    )

@@ -28,6 +28,7 @@ import anyio.lowlevel
 from acpd.tools.audit import AuditLog
 from acpd.tools.calls import Call, CallResult, audit_record, failed_result, record_of
 from acpd.tools.capabilities import CommandRunner, FileSystem
+from acpd.tools.confirm import confirm_every_command
 from acpd.tools.errors import ErrorCategory, ToolError
 from acpd.tools.execution import close_card, execute
 from acpd.tools.output import OutputStage
@@ -91,6 +92,8 @@ class CallEnv:
     output_byte_limit: int = 1 << 20
     overflow: OverflowAccess | None = None
     """This session's overflow entries (the daemon's store); None: outputs are only cut."""
+    confirm_commands: bool = False
+    """Every bash call asks first (the session's "Confirm every command", tools/confirm.py)."""
 
 
 class ToolPipeline:
@@ -200,6 +203,7 @@ class ToolPipeline:
         key = approval_key(spec, args)
         shell = await judge_call(self.shell, spec, args, env)
         decision = self.policy.decide(spec, env.mode, args, env.cwd, env.approvals, key, shell)
+        decision = confirm_every_command(decision, spec, env.confirm_commands)
         call.decision, call.decided_by = decision.verdict, decision.approved_by
         call.shell = decision.shell
         view = ToolCallView(

@@ -1,0 +1,19 @@
+"""The session switch "Confirm every command" (daemon/settings.py): with it on, a bash call
+the policy, a rule, the mode or an earlier "always" answer would let run asks the user
+first. It only ever turns an allow into an ask: a deny stays a deny, an ask stays an ask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from acpd.tools.permissions import SHELL_TOOL, Decision
+from acpd.tools.spec import ToolSpec
+
+REASON = "Confirm every command is on for this session: every shell command asks first."
+
+
+def confirm_every_command(decision: Decision, spec: ToolSpec, confirm: bool) -> Decision:
+    if not confirm or spec.id != SHELL_TOOL or decision.verdict != "allow":
+        return decision
+    return replace(decision, verdict="ask", reason=REASON, approved_by="auto")
