@@ -124,7 +124,10 @@ class AcpAgent:
     # --- initialize (no heavy imports on this path) ------------------------------------------
 
     async def initialize(self, params: Any) -> Reply:
-        result, client = initialize_result(params)
+        from acpd.daemon.images import image_capability
+
+        image = image_capability(self.options.config_path, self.options.model)
+        result, client = initialize_result(params, image=image)
         self.adopt(client)
         return Reply(result, then=self.warm_up)
 

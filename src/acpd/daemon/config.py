@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from acpd.daemon.errors import ConfigError
+from acpd.daemon.images import DEFAULT_IMAGE_MODELS
 from acpd.protocol.framing import DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:
@@ -37,13 +38,6 @@ class PriceConfig(Section):
     cache_read_per_mtok: float | None = Field(None, ge=0)
     cache_write_per_mtok: float | None = Field(None, ge=0)
     currency: str = Field("USD", min_length=1, max_length=16)
-
-
-DEFAULT_IMAGE_MODELS = (
-    "anthropic:claude-3*", "anthropic:claude-*-4*", "anthropic:claude-4*",
-    "openai:gpt-4o*", "openai:gpt-4.1*", "openai:gpt-4.5*", "openai:gpt-5*", "openai:o1",
-    "openai:o1-20*", "openai:o3", "openai:o3-20*", "openai:o4-mini*",
-)
 
 
 class AgentConfig(Section):

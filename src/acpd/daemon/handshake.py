@@ -59,8 +59,9 @@ class ClientCaps:
     """The client's `clientCapabilities` as sent (for `_meta` conventions and new fields)."""
 
 
-def initialize_result(params: Any) -> tuple[dict[str, Any], ClientCaps]:
-    """Negotiate: the answer to send and what the client can do. Raises RpcError (-32602)."""
+def initialize_result(params: Any, *, image: bool = False) -> tuple[dict[str, Any], ClientCaps]:
+    """Negotiate: the answer to send and what the client can do. Raises RpcError (-32602).
+    `image`: the default model takes images (daemon/images.py)."""
     if not isinstance(params, dict):
         raise invalid_params("initialize needs params with protocolVersion")
     version = params.get("protocolVersion")
@@ -82,7 +83,7 @@ def initialize_result(params: Any) -> tuple[dict[str, Any], ClientCaps]:
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": {
             "loadSession": True,
-            "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+            "promptCapabilities": {"image": image, "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": False, "sse": False},
             "sessionCapabilities": {
                 "list": {}, "delete": {}, "resume": {}, "close": {},
@@ -106,7 +107,7 @@ class EarlyStart:
     eof: bool = False
 
 
-def answer_first_initialize(fds: ProtocolFds) -> EarlyStart:
+def answer_first_initialize(fds: ProtocolFds, *, image: bool = False) -> EarlyStart:
     """Read the first line with blocking reads and answer it if it is a good `initialize`.
 
     Must run before the descriptors are switched to non-blocking mode (FdWriter does that).
@@ -125,7 +126,7 @@ def answer_first_initialize(fds: ProtocolFds) -> EarlyStart:
     if not isinstance(message, jsonrpc.Request) or message.method != "initialize":
         return EarlyStart(buffer, None)
     try:
-        result, client = initialize_result(message.params)
+        result, client = initialize_result(message.params, image=image)
     except RpcError:
         return EarlyStart(buffer, None)
     data = encode(jsonrpc.result(message.id, result))

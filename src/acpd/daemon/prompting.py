@@ -9,9 +9,10 @@ import anyio
 
 from acpd.daemon import direct, updates
 from acpd.daemon.errors import SessionBusy
+from acpd.daemon.images import prompt_images
 from acpd.daemon.session_info import new_message_id, send_info, title_from_prompt
 from acpd.protocol.session_state import IllegalTransition
-from acpd.providers.base import Message
+from acpd.providers.base import ImagePart, Message
 
 if TYPE_CHECKING:
     from acpd.daemon.agent import Runtime
@@ -24,7 +25,10 @@ log = logging.getLogger("acpd.prompt")
 async def run_prompt(
     session: Session, blocks: list[dict[str, Any]], rt: Runtime, env: CallEnv
 ) -> str:
-    """Run one prompt and return its ACP stop reason; "cancelled" after `session/cancel`."""
+    """Run one prompt and return its ACP stop reason; "cancelled" after `session/cancel`.
+    Raises RpcError (-32602) for images the model cannot take, before anything runs."""
+    agent = rt.config.agent
+    images = prompt_images(blocks, session.model, agent.image_models, agent.max_image_bytes)
     try:
         session.begin_turn()
     except IllegalTransition as exc:
@@ -37,7 +41,8 @@ async def run_prompt(
                 scope.cancel()
             # The user may have edited files since the last turn: no cached result survives.
             env.state.cache.invalidate()
-            stop = await _dispatch(session, prompt_text(blocks), rt, env)
+            text = prompt_text(blocks, images_apart=images is not None)
+            stop = await _dispatch(session, text, rt, env, images or [])
         # Once a cancel was asked for, the answer is "cancelled" even if the turn reached its
         # end before it noticed (ACP: never report a cancelled turn as finished).
         if scope.cancel_called or session.cancelling:
@@ -48,9 +53,14 @@ async def run_prompt(
     return stop
 
 
-async def _dispatch(session: Session, text: str, rt: Runtime, env: CallEnv) -> str:
-    user_chunk = updates.message_chunk("user_message_chunk", text, new_message_id())
+async def _dispatch(
+    session: Session, text: str, rt: Runtime, env: CallEnv, images: list[ImagePart]
+) -> str:
+    message_id = new_message_id()
+    user_chunk = updates.message_chunk("user_message_chunk", text, message_id)
     session.store.append_update(session.id, user_chunk)
+    for image in images:  # replayed as sent, under the same message id
+        session.store.append_update(session.id, image_chunk(image, message_id))
     if session.title is None:
         session.title = title_from_prompt(text)
         if session.title is not None:
@@ -71,7 +81,7 @@ async def _dispatch(session: Session, text: str, rt: Runtime, env: CallEnv) -> s
             return "end_turn"
     from acpd.daemon.turn import run_turn
 
-    session.remember(Message("user", text))
+    session.remember(Message("user", text, images=images))
     return await run_turn(session, session.provider, rt.pipeline, env, rt.limits)
 
 
@@ -81,11 +91,14 @@ def _provider(model: str, rt: Runtime) -> Any:
     return make_provider(model, rt.config)
 
 
-def prompt_text(blocks: list[dict[str, Any]]) -> str:
-    """Flatten ACP content blocks into the text the model reads."""
+def prompt_text(blocks: list[dict[str, Any]], *, images_apart: bool = False) -> str:
+    """Flatten ACP content blocks into the text the model reads; images are left to the
+    provider when `images_apart` (the model takes them), else noted as omitted."""
     parts: list[str] = []
     for block in blocks:
         kind = block.get("type")
+        if kind == "image" and images_apart:
+            continue  # checked and sent beside the text (daemon/images.py)
         if kind == "text" and isinstance(block.get("text"), str):
             parts.append(block["text"])
         elif kind == "resource_link":
@@ -100,3 +113,8 @@ def prompt_text(blocks: list[dict[str, Any]]) -> str:
         else:
             parts.append(f"[{kind} content omitted: not supported]")
     return "\n".join(parts)
+
+
+def image_chunk(image: ImagePart, message_id: str) -> dict[str, Any]:
+    content = {"type": "image", "mimeType": image.mime_type, "data": image.data}
+    return {"sessionUpdate": "user_message_chunk", "content": content, "messageId": message_id}

@@ -52,6 +52,8 @@ log = logging.getLogger("acpd.turn")
 DOOM_LOOP_REPEATS = 3
 CONTEXT_STOP_RATIO = 0.8
 CHARS_PER_TOKEN = 4
+IMAGE_CHARS = 1600 * CHARS_PER_TOKEN
+"""An image counts as ~1600 tokens (Anthropic's figure for a 1.15-megapixel image)."""
 PERSIST_EVERY = 0.5
 """Streamed text is stored for replay at most this many seconds after the editor was sent it:
 a crash mid-reply loses no more than that much of what the editor showed."""
@@ -294,7 +296,7 @@ async def run_call(
 def estimate_tokens(request: ModelRequest) -> int:
     chars = len(request.system)
     for message in request.messages:
-        chars += len(message.text)
+        chars += len(message.text) + IMAGE_CHARS * len(message.images)
         chars += sum(len(c.raw_arguments) or len(str(c.arguments)) for c in message.tool_calls)
     chars += sum(len(t.description) + len(str(t.parameters)) for t in request.tools)
     return chars // CHARS_PER_TOKEN

@@ -124,6 +124,10 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
             block["is_error"] = True
         return [block]
     blocks: list[dict[str, Any]] = []
+    for image in message.images:
+        # Images before the text, as Anthropic's vision guide advises.
+        source = {"type": "base64", "media_type": image.mime_type, "data": image.data}
+        blocks.append({"type": "image", "source": source})
     if message.text:
         blocks.append({"type": "text", "text": message.text})
     for call in message.tool_calls:

@@ -28,6 +28,15 @@ class ToolCallRequest:
     invalid_json: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An image the user put in a prompt: its MIME type and base64 data, as checked by
+    daemon/images.py (a supported type, data that decodes and matches it, under the cap)."""
+
+    mime_type: str
+    data: str
+
+
 @dataclass(slots=True)
 class Message:
     role: Literal["user", "assistant", "tool"]
@@ -35,6 +44,8 @@ class Message:
     tool_calls: list[ToolCallRequest] = field(default_factory=list)
     tool_call_id: str | None = None
     is_error: bool = False
+    images: list[ImagePart] = field(default_factory=list)
+    """User messages only: sent after the text, in each provider's wire format."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -42,12 +53,14 @@ class Message:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Message:
         calls = [ToolCallRequest(**c) for c in data.get("tool_calls", [])]
+        images = [ImagePart(**i) for i in data.get("images", [])]
         return cls(
             role=data["role"],
             text=data.get("text", ""),
             tool_calls=calls,
             tool_call_id=data.get("tool_call_id"),
             is_error=data.get("is_error", False),
+            images=images,
         )
 
 

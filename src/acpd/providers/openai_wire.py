@@ -118,7 +118,7 @@ def encode_messages(system: str, messages: list[Message]) -> list[dict[str, Any]
         out.append({"role": "system", "content": system})
     for message in messages:
         if message.role == "user":
-            out.append({"role": "user", "content": message.text})
+            out.append({"role": "user", "content": _user_content(message)})
         elif message.role == "tool":
             call_id = message.tool_call_id or ""
             out.append({"role": "tool", "tool_call_id": call_id, "content": message.text})
@@ -128,6 +128,20 @@ def encode_messages(system: str, messages: list[Message]) -> list[dict[str, Any]
                 entry["tool_calls"] = [_encode_call(call) for call in message.tool_calls]
             out.append(entry)
     return out
+
+
+def _user_content(message: Message) -> str | list[dict[str, Any]]:
+    """Plain text, or text and `image_url` parts with data URLs (the form every OpenAI-
+    compatible server with vision takes: OpenAI, vLLM, Ollama, llama.cpp, OpenRouter)."""
+    if not message.images:
+        return message.text
+    parts: list[dict[str, Any]] = []
+    if message.text:
+        parts.append({"type": "text", "text": message.text})
+    for image in message.images:
+        url = f"data:{image.mime_type};base64,{image.data}"
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts
 
 
 def _encode_call(call: ToolCallRequest) -> dict[str, Any]:
