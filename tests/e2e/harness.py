@@ -114,7 +114,7 @@ class Run:
 async def acpd(
     tmp: Path, *, data_dir: Path, workspace: Path, args: tuple[str, ...] = (),
     client: RecordingClient | None = None, env: dict[str, str] | None = None,
-    name: str = "run", script: Path | None = None,
+    name: str = "run", script: Path | None = None, unstable: bool = False,
 ) -> AsyncIterator[Run]:
     """Spawn tee + `acpd serve` (with `--model scripted:SCRIPT` when given); on exit close
     stdin, then validate everything acpd wrote."""
@@ -132,6 +132,7 @@ async def acpd(
                 client, sys.executable, "-m", "tests.e2e.tee", str(log), "--", *daemon,
                 env={**os.environ, **daemon_env(tmp, env)}, cwd=REPO,
                 transport_kwargs={"stderr": stderr.fileno(), "shutdown_timeout": 5.0},
+                use_unstable_protocol=unstable,  # the SDK routes elicitation/* only then
             ) as (conn, process):
                 run = Run(conn, process, client, log, stderr_path, workspace)
                 try:

@@ -75,10 +75,10 @@ def test_executor_order_is_fixed_configurable_and_owns_short_names() -> None:
     first = ToolRegistry.from_sources([*core_sources(), plugin])
     assert first.resolve("read") is not theirs and first.resolve("plugin__read") is theirs
     assert first.name_of(theirs) == "plugin__read"
-    assert first.order == ["file", "shell", "plan", "overflow", "web", "plugin"]
+    assert first.order == ["file", "shell", "plan", "overflow", "web", "ask", "plugin"]
     flipped = ToolRegistry.from_sources([*core_sources(), plugin], ["plugin", "shell"])
     assert flipped.resolve("read") is theirs
-    assert flipped.order == ["plugin", "shell", "file", "plan", "overflow", "web"]
+    assert flipped.order == ["plugin", "shell", "file", "plan", "overflow", "web", "ask"]
     assert [s.id for s in flipped][:2] == ["plugin__read", "core__bash"]
     with pytest.raises(RegistrationError, match="nope"):
         ToolRegistry.from_sources(core_sources(), ["nope"])
@@ -90,7 +90,8 @@ def test_catalog_is_per_request_from_registry_policy_mode_and_blocks(rig) -> Non
     names = [n for n, _ in r.pipeline.catalog("auto", state)]
     assert "bash" not in names and "write" in names and "probe" in names
     assert [n for n, _ in r.pipeline.catalog("read-only", state)] == [
-        "read", "list_directory", "find_path", "grep", "update_plan", "read_overflow", "probe"]
+        "read", "list_directory", "find_path", "grep", "update_plan", "read_overflow", "ask_user",
+        "probe"]
     state.anomaly.blocked["plugin__probe"] = "test"
     assert "probe" not in [n for n, _ in r.pipeline.catalog("auto", state)]
 

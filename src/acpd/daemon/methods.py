@@ -17,6 +17,7 @@ import anyio
 from acpd.daemon import direct, updates, v1extras
 from acpd.daemon.confine import policy_rules
 from acpd.daemon.editor import TERMINAL_TIMEOUT, EditorFileSystem, EditorTerminalRunner
+from acpd.daemon.elicitation import EditorForms, client_takes_forms
 from acpd.daemon.errors import SessionBusy, SessionNotFound
 from acpd.daemon.interrupted import close_interrupted
 from acpd.daemon.local import LocalCommandRunner, ProcessGroups
@@ -351,6 +352,7 @@ class SessionMethods:
             session.tools, session.id, shell.timeout, shell.output_byte_limit,
             overflow=SessionOverflow(rt.store, session.id),
             confirm_commands=session.settings.on("confirm_commands"),
+            elicit=EditorForms(self.conn, session.id) if client_takes_forms(client.raw) else None,
         )
 
 

@@ -27,6 +27,8 @@ NON_CACHEABLE = frozenset(
         # Stored outputs are read from SQLite on demand (the seed's JIT retrieval): caching
         # them would keep up to 50 KB a page resident for the whole session.
         "read_overflow",
+        # Each question is the user's to answer now: a cached answer would be made up.
+        "ask_user",
     }
 )
 MAX_ENTRIES = 512

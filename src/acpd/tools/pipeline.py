@@ -38,7 +38,7 @@ from acpd.tools.quota import QUOTA_BLOCKED
 from acpd.tools.registry import ToolRegistry
 from acpd.tools.retry import RetryPolicy
 from acpd.tools.shellpolicy import ShellPolicies, judge_call
-from acpd.tools.spec import TextItem, ToolCallView, ToolInvocationRecord, ToolSpec
+from acpd.tools.spec import Elicit, TextItem, ToolCallView, ToolInvocationRecord, ToolSpec
 from acpd.tools.state import SessionTools
 
 if TYPE_CHECKING:
@@ -94,6 +94,8 @@ class CallEnv:
     """This session's overflow entries (the daemon's store); None: outputs are only cut."""
     confirm_commands: bool = False
     """Every bash call asks first (the session's "Confirm every command", tools/confirm.py)."""
+    elicit: Elicit | None = None
+    """Forms in the editor (ACP elicitation) for tools that need a value from the user."""
 
 
 class ToolPipeline:

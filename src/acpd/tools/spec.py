@@ -81,6 +81,20 @@ class ToolOutput:
     None: all of `text` is output."""
 
 
+@dataclass(frozen=True, slots=True)
+class FormAnswer:
+    """What the user did with a form (daemon/elicitation.py checked `content`)."""
+
+    action: str
+    """accept, decline, cancel; invalid (an answer that does not fit the form) or error."""
+    content: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+
+
+Elicit = Callable[[str, str, dict[str, Any]], Awaitable[FormAnswer]]
+"""(tool_call_id, message, requested JSON schema) -> the user's answer, through the editor."""
+
+
 @dataclass(slots=True)
 class ToolContext:
     tool_call_id: str
@@ -100,6 +114,8 @@ class ToolContext:
     """The user approved this call (now, or with an earlier "always allow"): what the policy
     asks about and the tool meets again while it runs (a path outside the workspace) is
     covered; anything else that would ask is refused at run time."""
+    elicit: Elicit | None = None
+    """Ask the user for values with a form in the editor; None when the editor has none."""
 
 
 Executor = Callable[[Any, ToolContext], Awaitable[ToolOutput]]

@@ -20,7 +20,7 @@ def core_sources(
     """The executors: the file tools (bound to `files`, or the defaults), bash, update_plan,
     read_overflow and fetch/web_scrape (bound to `web`); the last two come after those the
     order names, as they are not in the default order."""
-    from acpd.tools.builtin import overflow, plan, shell
+    from acpd.tools.builtin import ask, overflow, plan, shell
     from acpd.tools.fs import FileToolsConfig, make_fs_specs
     from acpd.tools.web.specs import make_web_specs
 
@@ -30,6 +30,7 @@ def core_sources(
         ToolSource("plan", plan.SPECS),
         ToolSource("overflow", overflow.SPECS),
         ToolSource("web", make_web_specs(web)),
+        ToolSource("ask", ask.SPECS),
     ]
 
 
