@@ -351,7 +351,7 @@ class SessionMethods:
             session.cwd, session.roots, session.mode, fs, runner, session, session.approvals,
             session.tools, session.id, shell.timeout, shell.output_byte_limit,
             overflow=SessionOverflow(rt.store, session.id),
-            confirm_commands=session.settings.on("confirm_commands"),
+            confirm_commands=lambda: session.settings.on("confirm_commands"),
             elicit=EditorForms(self.conn, session.id) if client_takes_forms(client.raw) else None,
         )
 

@@ -79,7 +79,7 @@ def _checked(raw: Any, cwd: str, home: str, guarded: list[str], matcher: Any) ->
 
 
 def _too_broad(real: str, cwd: str, home: str, guarded: list[str]) -> str | None:
-    if real == "/":
+    if not real.strip("/"):  # "/" and "//" (POSIX keeps two leading slashes)
         return "the whole file system cannot be a workspace root"
     if real == "/tmp":
         return "/tmp is shared by every user and program (name a directory inside it)"

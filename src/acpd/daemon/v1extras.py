@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from acpd.daemon import settings as stored
 from acpd.daemon.roots import check_roots
 from acpd.daemon.settings import SWITCH_IDS, SWITCHES, client_takes_booleans, option_wire
+from acpd.daemon.usage import SessionCost
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -43,7 +44,11 @@ def _protected(rt: Runtime) -> list[str]:
 
 def activate(session: Session, rt: Runtime, roots: tuple[str, ...], *, fresh: bool) -> None:
     """Give the session its stored settings (none when `fresh`) and these extra roots."""
-    settings = stored.SessionSettings() if fresh else stored.load(rt.store, session.id)
+    raw = {} if fresh else rt.store.settings(session.id)
+    settings = stored.SessionSettings.from_dict(raw)
+    if not fresh and not raw and session.history:
+        # Made before costs were kept: what its earlier calls cost is not known.
+        settings.cost = SessionCost(None, None)
     settings.additional_directories = list(roots)
     session.settings = settings
     stored.save(rt.store, session.id, settings)

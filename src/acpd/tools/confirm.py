@@ -5,6 +5,7 @@ first. It only ever turns an allow into an ask: a deny stays a deny, an ask stay
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from acpd.tools.permissions import SHELL_TOOL, Decision
@@ -13,7 +14,10 @@ from acpd.tools.spec import ToolSpec
 REASON = "Confirm every command is on for this session: every shell command asks first."
 
 
-def confirm_every_command(decision: Decision, spec: ToolSpec, confirm: bool) -> Decision:
-    if not confirm or spec.id != SHELL_TOOL or decision.verdict != "allow":
+def confirm_every_command(
+    decision: Decision, spec: ToolSpec, confirm: Callable[[], bool] | None
+) -> Decision:
+    """`confirm`: reads the session's switch now (None: no such switch here)."""
+    if spec.id != SHELL_TOOL or decision.verdict != "allow" or confirm is None or not confirm():
         return decision
     return replace(decision, verdict="ask", reason=REASON, approved_by="auto")

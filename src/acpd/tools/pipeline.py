@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -92,8 +93,9 @@ class CallEnv:
     output_byte_limit: int = 1 << 20
     overflow: OverflowAccess | None = None
     """This session's overflow entries (the daemon's store); None: outputs are only cut."""
-    confirm_commands: bool = False
-    """Every bash call asks first (the session's "Confirm every command", tools/confirm.py)."""
+    confirm_commands: Callable[[], bool] | None = None
+    """Whether every bash call asks first (the session's "Confirm every command",
+    tools/confirm.py), read at each call so a switch flipped mid-turn applies at once."""
     elicit: Elicit | None = None
     """Forms in the editor (ACP elicitation) for tools that need a value from the user."""
 
