@@ -161,3 +161,15 @@ def test_the_initialize_capability_reads_the_config_without_failing(tmp_path: Pa
     config.write_text("not toml [[[")
     assert image_capability(str(config), None) is False
     assert image_capability(str(tmp_path / "none.toml"), "anthropic:claude-sonnet-4-5") is True
+
+
+def test_stored_costs_round_trip() -> None:
+    from acpd.daemon.settings import SessionSettings
+
+    fresh = SessionSettings.from_dict({})
+    fresh.cost.add(0.25, "USD")
+    assert fresh.cost.wire() == {"amount": 0.25, "currency": "USD"}
+    again = SessionSettings.from_dict(fresh.to_dict())
+    assert again.cost.wire() == {"amount": 0.25, "currency": "USD"}
+    unknown = SessionCost(None, None)
+    assert SessionCost.from_dict(unknown.to_dict()).wire() is None

@@ -287,7 +287,7 @@ async def test_set_config_option_switches_mode_and_model(
         )
         assert answer is not None
         current = {o.id: o.current_value for o in answer.config_options}
-        assert current == {"mode": "auto", "model": model}
+        assert current == {"mode": "auto", "model": model, "confirm_commands": "off"}
         await client.wait_for(
             lambda: any(u["sessionUpdate"] == "current_mode_update" for u in client.updates)
         )

@@ -98,7 +98,7 @@ async def test_new_session_answers_before_its_first_update(
         assert response.modes.current_mode_id == "ask"
         assert [m.id for m in response.modes.available_modes] == ["read-only", "ask", "auto"]
         options = {o.id: o for o in response.config_options or []}
-        assert set(options) == {"mode", "model"}
+        assert set(options) == {"mode", "model", "confirm_commands"}
         await run.client.wait_for(lambda: bool(run.client.updates))
         first = run.client.updates[0]
         assert first["sessionUpdate"] == "available_commands_update"

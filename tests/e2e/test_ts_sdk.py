@@ -77,7 +77,7 @@ def test_typescript_sdk_client_end_to_end(
 
     assert summary["initialize"] == {
         "protocolVersion": 1, "loadSession": True,
-        "sessionCapabilities": ["close", "delete", "list", "resume"],
+        "sessionCapabilities": ["additionalDirectories", "close", "delete", "list", "resume"],
     }
     assert summary["modes"] == ["read-only", "ask", "auto"]
 

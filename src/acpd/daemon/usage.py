@@ -55,8 +55,8 @@ class SessionCost:
 
     @classmethod
     def from_dict(cls, data: Any) -> SessionCost:
-        if not isinstance(data, dict):
-            return cls()
+        if not isinstance(data, dict) or "amount" not in data:
+            return cls()  # nothing counted yet
         amount, currency = data.get("amount"), data.get("currency")
         ok_amount = amount is None or (isinstance(amount, int | float) and amount >= 0)
         ok_currency = currency is None or isinstance(currency, str)
