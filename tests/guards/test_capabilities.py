@@ -50,7 +50,16 @@ def test_each_stated_capability_works(tmp_path: Path, data_dir: Path, workspace:
             ok(peer.request("session/delete", {"sessionId": sid}))
             listed = ok(peer.request("session/list", {}))
             assert sid not in [s["sessionId"] for s in listed["sessions"]]
-        assert stated <= {"list", "close", "resume", "delete"}, "a claim this test cannot check"
+        if "additionalDirectories" in stated:
+            extra = tmp_path / "extra-root"
+            extra.mkdir()
+            more = ok(peer.request("session/new", {
+                "cwd": str(workspace), "mcpServers": [], "additionalDirectories": [str(extra)]}))
+            listed = ok(peer.request("session/list", {}))
+            [info] = [s for s in listed["sessions"] if s["sessionId"] == more["sessionId"]]
+            assert info["additionalDirectories"] == [str(extra.resolve())]
+        assert stated <= {"list", "close", "resume", "delete", "additionalDirectories"}, (
+            "a claim this test cannot check")
     if prompt.get("embeddedContext") and "delete" not in stated:
         user = [m["text"] for m in messages(data_dir, sid) if m["role"] == "user"]
         assert any(SECRET_TEXT in t for t in user)
