@@ -58,10 +58,12 @@ def test_bad_values_are_refused(tree: dict[str, Path], bad: object) -> None:
 
 @pytest.mark.parametrize("place", [
     "home", "home/code", "home/.ssh", "home/.config", "home/.config/acpd", "missing",
-    "home/code/app/..", "link-to-home", "link-to-ssh",
+    "home/code/app/..", "link-to-home", "link-to-ssh", "home/code/lib/.git",
+    "home/code/lib/.git/hooks",
 ])
 def test_places_that_would_widen_or_expose_are_refused(tree: dict[str, Path], place: str) -> None:
     home = tree["home"]
+    (tree["lib"] / ".git" / "hooks").mkdir(parents=True)
     (home / "link-to-home").symlink_to(home)
     (home / "link-to-ssh").symlink_to(home / ".ssh")
     path = str(home.parent / place) if place.startswith("home") else str(home / place)

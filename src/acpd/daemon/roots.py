@@ -8,12 +8,13 @@ outside it. So an extra root gets exactly the cwd's sandbox and policy, nothing 
 
 A root is refused, with an error naming it and the reason (never dropped quietly, never
 widened), when it is: not a string, empty, relative, holding a NUL; not an existing
-directory (after symlinks); `/` or `/tmp`; the home directory or one of its ancestors; an ancestor
-of the cwd (that would widen the cwd itself); a system tree (/proc, /sys, /dev, /boot, /etc,
-/usr, /bin, /sbin, /lib*, /var, /run); acpd's own config or data directory, or one of
-their ancestors or descendants (the agent must not edit the rules that bind it); matched,
-with any of its ancestors, by a deny_read pattern of the shell policy or the file tools
-(~/.ssh, ~/.aws...). More than MAX_ROOTS are refused too.
+directory (after symlinks); `/`, `//` or `/tmp`; the home directory or one of its
+ancestors; an ancestor of the cwd (that would widen the cwd itself); a system tree (/proc,
+/sys, /dev, /boot, /etc, /usr, /bin, /sbin, /lib*, /var, /run, /snap); inside a `.git`
+directory (the policy's .git rules are relative to each root); acpd's own config, plugin or
+data directory, or one of their ancestors or descendants (the agent must not edit the rules
+that bind it); matched, with any of its ancestors, by a deny_read pattern of the shell
+policy or the file tools (~/.ssh, ~/.aws...). More than MAX_ROOTS are refused too.
 
 Kept as given after these checks, in the real (symlink-free) form, in order, duplicates
 and roots inside the cwd (already covered) left out. The list is stored with the session so
@@ -87,6 +88,10 @@ def _too_broad(real: str, cwd: str, home: str, guarded: list[str]) -> str | None
         return "it is your home directory or contains it"
     if _inside(cwd, real):
         return "it contains the session's cwd (that would widen the cwd itself)"
+    if ".git" in real.split("/"):
+        # The policy's .git rules are relative to each root: a root inside .git would
+        # make its hooks and config ordinary files of the workspace.
+        return "it is inside a .git directory"
     for tree in SYSTEM_TREES:
         if real == tree or _inside(real, tree):
             return f"{tree} is a system directory"

@@ -96,7 +96,8 @@ def _absolute(path: str) -> str:
 class NewSessionRequest(AcpModel):
     cwd: str
     mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
-    additional_directories: list[str] = Field(default_factory=list)
+    additional_directories: list[str] | None = None
+    """None: omitted or null (ACP: both mean no extra root); checked by daemon/roots.py."""
 
     _check_cwd = field_validator("cwd")(_absolute)
 
