@@ -38,6 +38,8 @@ DEFAULT_IMAGE_MODELS = (
     "openai:o4-mini*",
 )
 MAX_IMAGES = 20
+MAX_CONFIG_READ = 1 << 20
+"""The config loader's own cap (daemon/config.py MAX_CONFIG_BYTES)."""
 MAGIC: dict[str, tuple[bytes, ...]] = {
     "image/png": (b"\x89PNG\r\n\x1a\n",),
     "image/jpeg": (b"\xff\xd8\xff",),
@@ -108,8 +110,8 @@ def image_capability(config: str | None, model: str | None) -> bool:
 
 def _agent_table(config: str | None) -> dict[str, Any]:
     path = config or os.environ.get("ACPD_CONFIG") or _default_config()
-    if not os.path.isfile(path):
-        return {}
+    if not os.path.isfile(path) or os.path.getsize(path) > MAX_CONFIG_READ:
+        return {}  # none, or one the full load will refuse (and say why)
     import tomllib
 
     with open(path, "rb") as handle:
