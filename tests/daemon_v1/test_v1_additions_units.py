@@ -11,7 +11,8 @@ import pytest
 
 from acpd.daemon.config import PriceConfig
 from acpd.daemon.elicitation import checked_answer
-from acpd.daemon.images import image_capability, prompt_images
+from acpd.daemon.image_models import image_capability
+from acpd.daemon.images import prompt_images
 from acpd.daemon.roots import check_roots
 from acpd.daemon.session_info import TITLE_CHARS, rfc3339, title_from_prompt
 from acpd.daemon.usage import SessionCost, call_cost
@@ -175,3 +176,17 @@ def test_stored_costs_round_trip() -> None:
     assert again.cost.wire() == {"amount": 0.25, "currency": "USD"}
     unknown = SessionCost(None, None)
     assert SessionCost.from_dict(unknown.to_dict()).wire() is None
+
+
+
+@pytest.mark.parametrize("text", [
+    'agent.model = "openai:gpt-4o"\n',
+    'agent = { model = "openai:gpt-4o" }\n',
+    '[agent]\n"model" = "openai:gpt-4o"\n',
+    '[agent]\nmodel = "openai:gpt\\u002d4o"\n',
+    '[agent]\nsystem_prompt = """\nmodel = "x"\n"""\nmodel = "openai:gpt-4o"\n',
+])
+def test_every_toml_form_of_the_model_is_read(text: str, tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(text)
+    assert image_capability(str(config), None) is True

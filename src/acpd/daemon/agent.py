@@ -124,7 +124,7 @@ class AcpAgent:
     # --- initialize (no heavy imports on this path) ------------------------------------------
 
     async def initialize(self, params: Any) -> Reply:
-        from acpd.daemon.images import image_capability
+        from acpd.daemon.image_models import image_capability
 
         image = image_capability(self.options.config_path, self.options.model)
         result, client = initialize_result(params, image=image)

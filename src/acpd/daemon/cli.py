@@ -145,7 +145,7 @@ def serve(args: argparse.Namespace) -> int:
     prewarm()  # the sandbox probe runs while the editor's first line is on its way
     # The editor waits for this answer; everything else (anyio, asyncio, pydantic, the
     # config, the store) loads after it is on the wire.
-    from acpd.daemon.images import image_capability
+    from acpd.daemon.image_models import image_capability
 
     early = answer_first_initialize(fds, image=image_capability(args.config, args.model))
     if early.eof and not early.leftover:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from acpd.daemon.errors import ConfigError
-from acpd.daemon.images import DEFAULT_IMAGE_MODELS
+from acpd.daemon.image_models import DEFAULT_IMAGE_MODELS
 from acpd.protocol.framing import DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:

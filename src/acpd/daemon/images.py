@@ -6,8 +6,8 @@ Rules:
   (default: DEFAULT_IMAGE_MODELS, the Claude 3+ and GPT-4o/4.1/4.5/5, o1/o3/o4-mini
   families). `promptCapabilities.image` in the `initialize` answer says whether the
   configured default model (`--model`, else `[agent] model`) takes them; it is worked out
-  before the config is validated (`image_capability`: a plain TOML read, no pydantic, and
-  no read at all without a config file), because `initialize` is answered first.
+  before the config is validated (daemon/image_models.py), because `initialize` is
+  answered first.
 - For a model that does not take images (a client should not send them: the capability
   said no) an image is left out of the prompt and the model reads a note saying so, as
   before images were supported. For a model that takes them, a prompt's image blocks are
@@ -22,36 +22,22 @@ from __future__ import annotations
 
 import base64
 import binascii
-import fnmatch
-import os
-import sys
 from collections.abc import Iterable
 from typing import Any
 
+from acpd.daemon.image_models import DEFAULT_IMAGE_MODELS, model_takes_images
 from acpd.protocol.errors import invalid_params
 from acpd.providers.base import ImagePart
 
-DEFAULT_IMAGE_MODELS = (
-    "anthropic:claude-3*", "anthropic:claude-*-4*", "anthropic:claude-4*",
-    "anthropic:claude-*-4-*", "openai:gpt-4o*", "openai:gpt-4.1*", "openai:gpt-4.5*",
-    "openai:gpt-5*", "openai:o1", "openai:o1-20*", "openai:o3", "openai:o3-20*",
-    "openai:o4-mini*",
-)
+__all__ = ["DEFAULT_IMAGE_MODELS", "model_takes_images", "prompt_images"]
+
 MAX_IMAGES = 20
-MAX_CONFIG_READ = 1 << 20
-"""The config loader's own cap (daemon/config.py MAX_CONFIG_BYTES)."""
 MAGIC: dict[str, tuple[bytes, ...]] = {
     "image/png": (b"\x89PNG\r\n\x1a\n",),
     "image/jpeg": (b"\xff\xd8\xff",),
     "image/gif": (b"GIF87a", b"GIF89a"),
     "image/webp": (b"RIFF",),
 }
-
-
-def model_takes_images(model: str | None, patterns: Iterable[str]) -> bool:
-    if not model:
-        return False
-    return any(fnmatch.fnmatchcase(model, p) for p in patterns)
 
 
 def prompt_images(
@@ -88,41 +74,3 @@ def _checked(n: int, block: dict[str, Any], max_bytes: int) -> ImagePart:
     if not raw.startswith(MAGIC[mime]) or (mime == "image/webp" and raw[8:12] != b"WEBP"):
         raise invalid_params(f"image {n}: the data is not a {mime} image")
     return ImagePart(mime, data)
-
-
-# --- before the config loads: the initialize answer ------------------------------------------
-
-
-def image_capability(config: str | None, model: str | None) -> bool:
-    """Whether the default model takes images, from `--model` and the config file, read
-    without pydantic or platformdirs (initialize is answered before they load). Any problem
-    with the file gives False: the full load reports it later."""
-    try:
-        agent = _agent_table(config)
-    except Exception:
-        return False
-    chosen = model or agent.get("model")
-    patterns = agent.get("image_models", DEFAULT_IMAGE_MODELS)
-    if not isinstance(chosen, str) or not isinstance(patterns, list | tuple):
-        return False
-    return model_takes_images(chosen, [p for p in patterns if isinstance(p, str)])
-
-
-def _agent_table(config: str | None) -> dict[str, Any]:
-    path = config or os.environ.get("ACPD_CONFIG") or _default_config()
-    if not os.path.isfile(path) or os.path.getsize(path) > MAX_CONFIG_READ:
-        return {}  # none, or one the full load will refuse (and say why)
-    import tomllib
-
-    with open(path, "rb") as handle:
-        agent = tomllib.load(handle).get("agent", {})
-    return agent if isinstance(agent, dict) else {}
-
-
-def _default_config() -> str:
-    """platformdirs' user_config_dir("acpd") + config.toml, for Linux and macOS."""
-    if sys.platform == "darwin":
-        base = os.path.expanduser("~/Library/Application Support")
-    else:
-        base = os.environ.get("XDG_CONFIG_HOME", "").strip() or os.path.expanduser("~/.config")
-    return os.path.join(base, "acpd", "config.toml")
