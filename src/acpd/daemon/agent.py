@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from acpd.daemon.methods import SessionMethods
     from acpd.daemon.store import SessionStore
     from acpd.daemon.turn import LoopLimits
+    from acpd.daemon.v2face import V2Face
     from acpd.tools.pipeline import ToolPipeline
     from acpd.tools.setup import Toolkit
 
@@ -64,6 +65,8 @@ class AcpAgent:
         self._methods: SessionMethods | None = None
         self._runtime_lock = anyio.Lock()
         self._meta_timer: asyncio.TimerHandle | None = None
+        self._v2: V2Face | None = None
+        """The v2 draft face, while the connection speaks v2 (see daemon/v2face.py)."""
         conn.on_request = self.on_request
         conn.on_notification = self.on_notification
         conn.on_eof = self.shutdown
@@ -71,14 +74,16 @@ class AcpAgent:
     async def on_request(self, method: str, params: Any) -> Any:
         if method == "initialize":
             return await self.initialize(params)
-        if method == "authenticate":
+        if method == "authenticate" and self._v2 is None:
             raise invalid_params("acpd offers no authentication methods; none is needed")
-        if method not in SESSION_METHODS:
+        if method not in SESSION_METHODS and self._v2 is None:
             raise method_not_found(method)
         methods = self._methods or await self.session_methods()
         if methods.stopping:
             raise SessionBusy("acpd is stopping")
         try:
+            if self._v2 is not None:  # the same methods behind v2 names and shapes
+                return await self._v2.on_request(method, params)
             return await methods.table[method](params)
         finally:
             if methods.rt.store.pending_meta:
@@ -132,6 +137,13 @@ class AcpAgent:
         """Take the capabilities negotiated by `initialize` (here or before the loop)."""
         self.client = client
         self.conn.initialized = True
+        self._v2 = None
+        self.conn.renderer = None
+        if client.protocol_version == 2:
+            from acpd.daemon.v2face import V2Face
+
+            self._v2 = V2Face(self.conn, self.session_methods)
+            self.conn.renderer = self._v2.renderer
 
     async def warm_up(self) -> None:
         try:

@@ -38,7 +38,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.lowlevel
@@ -68,6 +68,16 @@ class Reply:
 
     result: Any
     then: Callable[[], Awaitable[None]] | None = None
+
+
+class Renderer(Protocol):
+    """Rewrites outgoing traffic into the negotiated protocol version (see `renderer`)."""
+
+    def notification(self, method: str, params: Any) -> list[tuple[str, Any]]: ...
+
+    def request(self, method: str, params: Any) -> tuple[list[tuple[str, Any]], Any]:
+        """Notifications to send first, and the params. Raises LookupError to refuse."""
+        ...
 
 
 RequestHandler = Callable[[str, Any], Awaitable[Any]]
@@ -116,6 +126,9 @@ class Connection:
         self._slot_freed = anyio.Event()
         self._background: list[Callable[[], Awaitable[None]]] = []
         self.initialized = False
+        self.renderer: Renderer | None = None
+        """Set for a connection that negotiated another protocol version than the core's
+        (the v2 draft, daemon/v2face.py): every outgoing request and notification passes it."""
         self.input_closed = False
         """Stdin reached EOF: the editor can send nothing more, answers included."""
         self.closed = anyio.Event()
@@ -138,7 +151,11 @@ class Connection:
         await self.outbox.put(encode(message))
 
     async def notify(self, method: str, params: Any) -> None:
-        await self.send(jsonrpc.notification(method, params))
+        if self.renderer is None:
+            await self.send(jsonrpc.notification(method, params))
+            return
+        for name, rendered in self.renderer.notification(method, params):
+            await self.send(jsonrpc.notification(name, rendered))
 
     async def request(
         self,
@@ -153,6 +170,13 @@ class Connection:
         seconds (None waits for ever, for user decisions). When the wait is cancelled the
         editor is told with `$/cancel_request`.
         """
+        if self.renderer is not None:
+            try:
+                first, params = self.renderer.request(method, params)
+            except LookupError as exc:  # a method the negotiated version does not have
+                raise PeerError(method, RpcError(ErrorCode.METHOD_NOT_FOUND, str(exc))) from None
+            for name, note in first:
+                await self.send(jsonrpc.notification(name, note))
         msg_id = next(self._ids)
         pending = _Pending(method)
         self._pending[msg_id] = pending
