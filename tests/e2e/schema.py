@@ -114,7 +114,8 @@ def load_schema(path: Path = SCHEMA_PATH) -> Schema:
 
 def schema_for(version: int) -> Schema:
     """The schema of one protocol version (1 for any version acpd does not speak)."""
-    return load_schema(SCHEMA_PATHS.get(version, SCHEMA_PATH))
+    path = SCHEMA_PATHS.get(version, SCHEMA_PATH)
+    return load_schema() if path == SCHEMA_PATH else load_schema(path)  # one v1 in the cache
 
 
 _VALIDATORS: dict[tuple[int, str], Draft202012Validator] = {}

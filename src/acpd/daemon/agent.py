@@ -108,6 +108,8 @@ class AcpAgent:
     async def on_notification(self, method: str, params: Any) -> None:
         if method == "session/cancel":
             methods = self._methods or await self.session_methods()
+            if self._v2 is not None:
+                self._v2.cancel(params)
             methods.cancel(params)
         # Unknown notifications are ignored, as JSON-RPC asks.
 

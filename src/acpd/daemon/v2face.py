@@ -46,6 +46,9 @@ class V2Face:
         self._loaded: SessionMethods | None = None
         self._turns: set[str] = set()
         """Sessions with an accepted prompt whose turn has not ended."""
+        self._early_cancel: set[str] = set()
+        """Sessions cancelled after their prompt was accepted but before the turn began
+        (the core ignores a cancel for an idle session)."""
         self.renderer = acp_v2.V2Renderer(self._cwd_of, self._config_options_of)
 
     async def on_request(self, method: str, params: Any) -> Any:
@@ -133,19 +136,34 @@ class V2Face:
 
         return Reply({"messageId": message_id}, turn)
 
+    def cancel(self, params: Any) -> None:
+        """`session/cancel` (the core cancels a running turn; this covers the moment between
+        a prompt's acceptance and the start of its turn)."""
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        methods = self._loaded
+        session = methods.sessions.get(str(session_id)) if methods else None
+        if session is not None and session.id in self._turns and session.idle.is_set():
+            self._early_cancel.add(session.id)
+
     async def _run_turn(
         self, methods: SessionMethods, method: str, params: Any, session_id: str
     ) -> None:
         extra: dict[str, Any] = {}
         try:
-            result = await methods.table[method](params)
-            extra["stopReason"] = result["stopReason"]
+            if session_id in self._early_cancel:
+                result = {"stopReason": "cancelled"}
+            else:
+                result = await methods.table[method](params)
+            # As in v1: once a cancel was asked for, the turn ends "cancelled".
+            cancelled = session_id in self._early_cancel
+            extra["stopReason"] = "cancelled" if cancelled else result["stopReason"]
         except Exception as exc:  # the prompt was accepted: the failure goes in the state
             error = to_rpc_error(exc)
             extra["stopReason"] = "error"
             extra["error"] = {"code": int(error.code), "message": error.message}
         finally:
             self._turns.discard(session_id)
+            self._early_cancel.discard(session_id)
         await self.conn.notify("session/update", acp_v2.state_params(session_id, "idle", **extra))
 
     # --- what the renderer asks ------------------------------------------------------------
