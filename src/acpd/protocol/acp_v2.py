@@ -309,7 +309,8 @@ class V2Renderer:
         cwd = self.cwd_of(session_id)
         if command is not None and cwd is not None:
             result["title"] = "Run this command?"
-            result["description"] = title
+            if title != command:  # the card's own words, when they say more than the command
+                result["description"] = title
             result["subject"] = {
                 "type": "command", "command": command, "cwd": cwd,
                 "toolCallId": call.get("toolCallId"),
