@@ -53,6 +53,12 @@ def test_chunks_of_one_message_share_an_id_until_something_else_is_sent() -> Non
     rendered(r, {"sessionUpdate": "tool_call", "toolCallId": "t", "title": "x"})
     after = rendered(r, chunk("agent_message_chunk", "d"))[0]["messageId"]
     assert after not in (first, thought)
+    # A replay puts turns back to back: the user's chunk ends the agent's message.
+    user = rendered(r, chunk("user_message_chunk", "next"))[0]["messageId"]
+    again = rendered(r, chunk("agent_message_chunk", "d2"))[0]["messageId"]
+    assert again not in (after, user)
+    assert rendered(r, chunk("user_message_chunk", "more"))[0]["messageId"] != user
+    after = again
     # Sessions do not share messages; an id the core set is kept.
     assert rendered(r, chunk("agent_message_chunk", "e"), "s2")[0]["messageId"] != after
     kept = rendered(r, chunk("agent_message_chunk", "f", messageId="m-core"))[0]

@@ -15,7 +15,8 @@ passes every outgoing message through `V2Renderer` and every incoming v2 request
   and pass as they are, as does any kind this module does not know.
 - Message ids: v2 requires `messageId` on every chunk. One kept by the core is used as is;
   otherwise chunks of one kind share an id until anything other than a chunk (a tool call,
-  a plan, a state change) is sent for the session, which starts a new message.
+  a plan, a state change) or a chunk of the other speaker (user / agent) is sent for the
+  session, which starts a new message.
 - Permission requests get the required `title` and one subject: `command` (command, the
   session's absolute cwd, the tool call id) for a shell call, `tool_call` otherwise. While
   one is pending the session reports `requires_action`, and `running` again before the next
@@ -41,7 +42,11 @@ quadratic in the worst case and runs on the event loop)."""
 PLAN_ID = "plan"
 REMOVED_CLIENT_METHODS = ("fs/", "terminal/")
 CHUNK_KINDS = frozenset({"user_message_chunk", "agent_message_chunk", "agent_thought_chunk"})
-V1_ONLY_METHODS = frozenset({"session/load", "session/set_mode", "authenticate", "logout"})
+OTHER_SPEAKER = {
+    "user_message_chunk": ("agent_message_chunk", "agent_thought_chunk"),
+    "agent_message_chunk": ("user_message_chunk",),
+    "agent_thought_chunk": ("user_message_chunk",),
+}
 
 Params = dict[str, Any]
 Outgoing = list[tuple[str, Any]]
@@ -354,6 +359,10 @@ class V2Renderer:
         return update
 
     def _chunk(self, view: _SessionView, kind: str, update: dict[str, Any]) -> dict[str, Any]:
+        # A user message ends the agent's (a replay puts them back to back), and the other
+        # way round; an agent's thoughts may interleave with its message.
+        for other in OTHER_SPEAKER[kind]:
+            view.messages.pop(other, None)
         given = update.get("messageId")
         if isinstance(given, str) and given:
             view.messages[kind] = given
