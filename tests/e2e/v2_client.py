@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.harness import daemon_env
-from tests.e2e.schema import REPO, assert_valid_log
+from tests.e2e.harness import _sessions_answered_before_updates, daemon_env
+from tests.e2e.schema import REPO, WireLine, assert_valid_log, read_log
 
 Chooser = Callable[[dict[str, Any]], str | None]
 """Permission params -> optionId to select, or None to answer "cancelled"."""
@@ -168,6 +168,32 @@ async def raw_acpd(
             await asyncio.wait_for(client._reader, 5)
     try:
         assert_valid_log(log, version)
+        lines = read_log(log)
+        _sessions_answered_before_updates(lines)
+        _prompts_echoed_with_their_message_id(lines)
     except AssertionError as exc:
         daemon_log = stderr_path.read_text(errors="replace")[-4000:]
         raise AssertionError(f"{exc}\n--- acpd stderr ---\n{daemon_log}") from None
+
+
+def _prompts_echoed_with_their_message_id(lines: list[WireLine]) -> None:
+    """v2: each accepted prompt's `messageId` is the id of a `user_message` acpd sent."""
+    prompts: set[Any] = set()
+    answered: list[tuple[int, str]] = []
+    echoed: set[str] = set()
+    for line in lines:
+        message = line.message
+        if not isinstance(message, dict):
+            continue
+        if line.direction == "C" and message.get("method") == "session/prompt":
+            prompts.add(message.get("id"))
+        elif line.direction == "A" and message.get("method") == "session/update":
+            update = message["params"]["update"]
+            if update.get("sessionUpdate") in ("user_message", "user_message_chunk"):
+                echoed.add(str(update.get("messageId")))
+        elif line.direction == "A" and message.get("id") in prompts and "result" in message:
+            result = message["result"]
+            if isinstance(result, dict) and "messageId" in result:
+                answered.append((line.number, str(result["messageId"])))
+    for number, message_id in answered:
+        assert message_id in echoed, f"line {number}: prompt answer {message_id} never echoed"
