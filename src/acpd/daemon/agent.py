@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acpd.daemon.errors import SessionBusy
-from acpd.daemon.handshake import ClientCaps, initialize_result
+from acpd.daemon.handshake import DRAFT_VERSION, ClientCaps, initialize_result
 from acpd.daemon.rpc import Connection, Reply
 from acpd.protocol.errors import internal_error, invalid_params, method_not_found
 
@@ -141,7 +141,7 @@ class AcpAgent:
         self.conn.initialized = True
         self._v2 = None
         self.conn.renderer = None
-        if client.protocol_version == 2:
+        if client.protocol_version == DRAFT_VERSION:
             from acpd.daemon.v2face import V2Face
 
             self._v2 = V2Face(self.conn, self.session_methods)

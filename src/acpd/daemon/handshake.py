@@ -22,12 +22,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import acpd
-from acpd.protocol import acp_v2, jsonrpc
+from acpd.protocol import jsonrpc
 from acpd.protocol.errors import RpcError, invalid_params
 from acpd.protocol.framing import encode
 from acpd.sandbox.status import sandbox_status
 
 PROTOCOL_VERSION = 1
+DRAFT_VERSION = 2
+"""The v2 draft: spoken only to a client that asks for it (protocol/acp_v2.py, imported
+then: a v1 start-up does not pay for it)."""
 FIRST_LINE_CAP = 1 << 20
 
 
@@ -66,7 +69,7 @@ def initialize_result(params: Any) -> tuple[dict[str, Any], ClientCaps]:
     version = params.get("protocolVersion")
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
         raise invalid_params("protocolVersion must be a non-negative integer")
-    if version == acp_v2.PROTOCOL_VERSION:
+    if version == DRAFT_VERSION:
         return _initialize_v2(params)
     raw_caps = params.get("clientCapabilities")
     caps: dict[str, Any] = raw_caps if isinstance(raw_caps, dict) else {}
@@ -85,6 +88,8 @@ def initialize_result(params: Any) -> tuple[dict[str, Any], ClientCaps]:
 def _initialize_v2(params: dict[str, Any]) -> tuple[dict[str, Any], ClientCaps]:
     """The v2 draft: no client file system or terminal, whatever the client claims (acpd
     reads, writes and runs commands itself, under the same policy and sandbox)."""
+    from acpd.protocol import acp_v2
+
     caps = acp_v2.client_capabilities(params)
     client = ClientCaps(protocol_version=acp_v2.PROTOCOL_VERSION, raw=caps)
     return acp_v2.initialize_result(_v1_result()), client
