@@ -150,21 +150,26 @@ class V2Face:
     ) -> None:
         extra: dict[str, Any] = {}
         try:
-            if session_id in self._early_cancel:
-                result = {"stopReason": "cancelled"}
-            else:
-                result = await methods.table[method](params)
-            # As in v1: once a cancel was asked for, the turn ends "cancelled".
-            cancelled = session_id in self._early_cancel
-            extra["stopReason"] = "cancelled" if cancelled else result["stopReason"]
-        except Exception as exc:  # the prompt was accepted: the failure goes in the state
-            error = to_rpc_error(exc)
-            extra["stopReason"] = "error"
-            extra["error"] = {"code": int(error.code), "message": error.message}
+            try:
+                if session_id in self._early_cancel:
+                    result = {"stopReason": "cancelled"}
+                else:
+                    result = await methods.table[method](params)
+                # As in v1: once a cancel was asked for, the turn ends "cancelled".
+                cancelled = session_id in self._early_cancel
+                extra["stopReason"] = "cancelled" if cancelled else result["stopReason"]
+            except Exception as exc:  # the prompt was accepted: the failure goes in the state
+                error = to_rpc_error(exc)
+                extra["stopReason"] = "error"
+                extra["error"] = {"code": int(error.code), "message": error.message}
+            # Idle is queued before the session takes a new prompt: a prompt accepted in
+            # between would see its `running` before this turn's `idle`.
+            await self.conn.notify(
+                "session/update", acp_v2.state_params(session_id, "idle", **extra)
+            )
         finally:
             self._turns.discard(session_id)
             self._early_cancel.discard(session_id)
-        await self.conn.notify("session/update", acp_v2.state_params(session_id, "idle", **extra))
 
     # --- what the renderer asks ------------------------------------------------------------
 
