@@ -199,6 +199,8 @@ def test_initialize_result_is_v2_and_requests_map_to_v1() -> None:
     servers = acp_v2.session_params_to_v1({"cwd": "/w", "mcpServers": [
         {"type": "stdio", "name": "a", "command": "/bin/a"}, {"type": "http", "name": "b",
                                                               "url": "https://b"}]})
-    assert servers["mcpServers"] == [{"name": "a", "command": "/bin/a"},
-                                     {"type": "http", "name": "b", "url": "https://b"}]
+    assert servers["mcpServers"] == [
+        {"args": [], "env": [], "name": "a", "command": "/bin/a"},
+        {"headers": [], "type": "http", "name": "b", "url": "https://b"},
+    ]
     assert acp_v2.session_params_to_v1({"cwd": "/w"})["mcpServers"] == []

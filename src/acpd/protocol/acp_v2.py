@@ -112,17 +112,29 @@ def resume_replays(params: Any) -> bool:
 
 
 def session_params_to_v1(params: Any) -> Any:
-    """`session/new`/`session/resume` params: v2 may omit `mcpServers`; stdio servers carry
-    `type: "stdio"`, which v1 leaves out."""
+    """`session/new`/`session/resume` params: v2 may omit `mcpServers` and a server's empty
+    lists (`args`, `env`, `headers`), which v1 requires; stdio servers carry `type: "stdio"`,
+    which v1 leaves out."""
     if not isinstance(params, dict):
         return params
     servers = params.get("mcpServers")
-    converted = [
-        {k: v for k, v in s.items() if k != "type"}
-        if isinstance(s, dict) and s.get("type") == "stdio" else s
-        for s in servers or []
-    ] if isinstance(servers, list) or servers is None else servers
-    return {**params, "mcpServers": converted}
+    if servers is None:
+        servers = []
+    if isinstance(servers, list):
+        servers = [_server_to_v1(s) for s in servers]
+    return {**params, "mcpServers": servers}
+
+
+def _server_to_v1(server: Any) -> Any:
+    if not isinstance(server, dict):
+        return server
+    kind = server.get("type")
+    if kind == "stdio":
+        rest = {k: v for k, v in server.items() if k != "type"}
+        return {"args": [], "env": [], **rest}
+    if kind == "http":
+        return {"headers": [], **server}
+    return server
 
 
 def config_value_to_v1(params: Any) -> Any:
