@@ -198,3 +198,37 @@ async def test_a_v2_client_that_stops_reading_mid_turn_does_not_wedge_shutdown(
         await client.wait_for(lambda: any(
             u.get("state") == "running" for u in client.kinds("state_update")))
         await asyncio.sleep(0)  # the context manager closes stdin and waits for the exit
+
+
+async def test_a_large_edit_gets_its_patch_made_off_the_loop_and_git_applies_it(
+    tmp_path: Path, data_dir: Path, workspace: Path
+) -> None:
+    import subprocess
+
+    old = "".join(f"line {i}\n" for i in range(600))
+    new = old.replace("line 10\n", "line ten\n").replace("line 500\n", "")
+    (workspace / "big.txt").write_text(old)
+    script = write_script(tmp_path / "s.json", [
+        {"tool_calls": [{"name": "write", "arguments": {"path": "big.txt", "content": new}}]},
+        {"text": "rewrote it"},
+    ])
+    async with raw_acpd(tmp_path, data_dir=data_dir, script=script) as client:
+        session_id = await open_v2(client, workspace)
+        await client.request("session/prompt", prompt(session_id, "rewrite"))
+        assert (await client.wait_idle(session_id))["stopReason"] == "end_turn"
+    diffs = [item for u in client.kinds("tool_call_update") for item in u.get("content") or []
+             if item["type"] == "diff"]
+    assert diffs and diffs[-1]["changes"][0]["operation"] == "modify"
+    # A permission that shows the diff (diff before approval) shows it the v2 way too.
+    (asked,) = client.requests("session/request_permission")
+    shown = asked["params"]["subject"]["toolCall"].get("content") or []
+    assert all("changes" in i and "patch" in i for i in shown if i["type"] == "diff")
+    # The patch turns the old file into the new one.
+    (workspace / "big.txt").write_text(old)
+    patch = tmp_path / "big.diff"
+    patch.write_text(diffs[-1]["patch"]["text"])
+    await asyncio.to_thread(
+        subprocess.run, ["git", "apply", "-p0", "--unsafe-paths", str(patch)], cwd=tmp_path,
+        check=True, capture_output=True,
+    )
+    assert (workspace / "big.txt").read_text() == new

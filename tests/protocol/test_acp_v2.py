@@ -90,6 +90,9 @@ def test_unchanged_or_huge_diffs_go_without_a_patch() -> None:
     huge = acp_v2.diff_content({"path": "/a", "oldText": big, "newText": big + "!"})
     assert "patch" not in huge and huge["changes"][0]["operation"] == "modify"
     valid("Diff", {k: v for k, v in huge.items() if k != "type"})
+    lines = "\n" * acp_v2.PATCH_LINES
+    many = acp_v2.diff_content({"path": "/a", "oldText": lines, "newText": lines + "!"})
+    assert "patch" not in many
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -204,3 +207,31 @@ def test_initialize_result_is_v2_and_requests_map_to_v1() -> None:
         {"headers": [], "type": "http", "name": "b", "url": "https://b"},
     ]
     assert acp_v2.session_params_to_v1({"cwd": "/w"})["mcpServers"] == []
+
+
+def test_large_diffs_are_marked_for_a_worker_thread() -> None:
+    small = {"type": "diff", "path": "/a", "oldText": "x\n" * 10, "newText": "y\n" * 10}
+    tall = {**small, "newText": "y\n" * (acp_v2.INLINE_LINES + 1)}
+    wide = {**small, "newText": "y" * (acp_v2.INLINE_CHARS + 1)}
+    assert not acp_v2.heavy_diff(small)
+    assert acp_v2.heavy_diff(tall) and acp_v2.heavy_diff(wide)
+    assert not acp_v2.heavy_diff(acp_v2.diff_content(tall))  # already v2
+    assert not acp_v2.heavy_diff({"type": "content", "content": {"type": "text", "text": "x"}})
+
+
+@pytest.mark.anyio
+async def test_the_off_loop_renderer_renders_exactly_what_the_inline_one_does() -> None:
+    from acpd.daemon.v2face import OffLoopDiffs
+
+    old = "".join(f"line {i}\n" for i in range(acp_v2.INLINE_LINES))
+    diff = {"type": "diff", "path": "/ws/big", "oldText": old, "newText": old + "end\n"}
+    card = {"sessionUpdate": "tool_call_update", "toolCallId": "t", "content": [diff]}
+    inline = renderer().notification(*note(card))
+    threaded = await OffLoopDiffs(renderer()).notification(*note(card))
+    assert threaded == inline and "+end\n" in inline[0][1]["update"]["content"][0]["patch"]["text"]
+    call = {"toolCallId": "t", "title": "Write big", "kind": "edit", "content": [diff]}
+    params = {"sessionId": "s1", "toolCall": call, "options": []}
+    _first, sync_params = renderer().request("session/request_permission", params)
+    _first, async_params = await OffLoopDiffs(renderer()).request(
+        "session/request_permission", params)
+    assert async_params == sync_params

@@ -73,9 +73,9 @@ class Reply:
 class Renderer(Protocol):
     """Rewrites outgoing traffic into the negotiated protocol version (see `renderer`)."""
 
-    def notification(self, method: str, params: Any) -> list[tuple[str, Any]]: ...
+    async def notification(self, method: str, params: Any) -> list[tuple[str, Any]]: ...
 
-    def request(self, method: str, params: Any) -> tuple[list[tuple[str, Any]], Any]:
+    async def request(self, method: str, params: Any) -> tuple[list[tuple[str, Any]], Any]:
         """Notifications to send first, and the params. Raises LookupError to refuse."""
         ...
 
@@ -154,7 +154,7 @@ class Connection:
         if self.renderer is None:
             await self.send(jsonrpc.notification(method, params))
             return
-        for name, rendered in self.renderer.notification(method, params):
+        for name, rendered in await self.renderer.notification(method, params):
             await self.send(jsonrpc.notification(name, rendered))
 
     async def request(
@@ -172,7 +172,7 @@ class Connection:
         """
         if self.renderer is not None:
             try:
-                first, params = self.renderer.request(method, params)
+                first, params = await self.renderer.request(method, params)
             except LookupError as exc:  # a method the negotiated version does not have
                 raise PeerError(method, RpcError(ErrorCode.METHOD_NOT_FOUND, str(exc))) from None
             for name, note in first:

@@ -49,7 +49,9 @@ class V2Face:
         self._early_cancel: set[str] = set()
         """Sessions cancelled after their prompt was accepted but before the turn began
         (the core ignores a cancel for an idle session)."""
-        self.renderer = acp_v2.V2Renderer(self._cwd_of, self._config_options_of)
+        self.rendering = acp_v2.V2Renderer(self._cwd_of, self._config_options_of)
+        self.renderer = OffLoopDiffs(self.rendering)
+        """What the connection calls: `rendering`, with large diffs made in a thread."""
 
     async def on_request(self, method: str, params: Any) -> Any:
         handler = {
@@ -90,7 +92,7 @@ class V2Face:
             v1_params = {k: v for k, v in v1_params.items() if k != "replayFrom"}
         reply = await methods.table[v1_method](v1_params)
         session_id = str(params.get("sessionId"))  # the handler validated it
-        self.renderer.forget(session_id)  # a reopened session starts new messages
+        self.rendering.forget(session_id)  # a reopened session starts new messages
         # After any replay, before the answer: the session's state (a busy one was refused).
         await self.conn.notify("session/update", acp_v2.state_params(session_id, "idle"))
         return _map_result(reply, acp_v2.session_result)
@@ -104,7 +106,7 @@ class V2Face:
         methods = await self.methods()
         result = await methods.table[method](params)
         if isinstance(params, dict):
-            self.renderer.forget(str(params.get("sessionId")))
+            self.rendering.forget(str(params.get("sessionId")))
         return result
 
     # --- prompts -----------------------------------------------------------------------------
@@ -184,6 +186,42 @@ class V2Face:
             return None
         options: list[Any] = methods._state(session)["configOptions"]
         return options
+
+
+class OffLoopDiffs:
+    """The connection's renderer: `V2Renderer`, but a large diff's patch (a card's content,
+    or a permission's tool call) is made in a worker thread first, not on the event loop."""
+
+    def __init__(self, inner: acp_v2.V2Renderer) -> None:
+        self.inner = inner
+
+    async def notification(self, method: str, params: Any) -> acp_v2.Outgoing:
+        if method == "session/update":
+            params = await _patched(params, "update")
+        return self.inner.notification(method, params)
+
+    async def request(self, method: str, params: Any) -> tuple[acp_v2.Outgoing, Any]:
+        if method == "session/request_permission":
+            params = await _patched(params, "toolCall")
+        return self.inner.request(method, params)
+
+
+async def _patched(params: Any, key: str) -> Any:
+    """`params` with the large v1 diffs under `params[key].content` already in v2 form."""
+    holder = params.get(key) if isinstance(params, dict) else None
+    if not isinstance(holder, dict):
+        return params
+    content = holder.get("content")
+    if not isinstance(content, list) or not any(acp_v2.heavy_diff(c) for c in content):
+        return params
+    import anyio.to_thread
+
+    rendered = [
+        await anyio.to_thread.run_sync(acp_v2.diff_content, item)
+        if acp_v2.heavy_diff(item) else item
+        for item in content
+    ]
+    return {**params, key: {**holder, "content": rendered}}
 
 
 def _map_result(reply: Any, convert: Callable[[Any], Any]) -> Any:

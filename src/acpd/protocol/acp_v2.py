@@ -10,9 +10,11 @@ passes every outgoing message through `V2Renderer` and every incoming v2 request
   `current_mode_update` becomes `config_option_update` (v2 has no modes) when the options
   are known, else it is dropped; config options carry `configId` instead of `id`; commands
   carry `type: "command"` and their input `type: "text"`; diffs become `changes` plus a
-  `git_patch` (absolute paths, omitted past PATCH_BUDGET bytes of text); locations drop a
-  line 0 (v2 lines start at 1). `terminal_update` and `terminal_output_chunk` are v2-native
-  and pass as they are, as does any kind this module does not know.
+  `git_patch` (absolute paths; left out past PATCH_BUDGET characters or PATCH_LINES lines,
+  made off the event loop past INLINE_LINES);
+  locations drop a line 0 (v2 lines start at 1). `terminal_update` and
+  `terminal_output_chunk` are v2-native and pass as they are, as does any kind this module
+  does not know.
 - Message ids: v2 requires `messageId` on every chunk. One kept by the core is used as is;
   otherwise chunks of one kind share an id until anything other than a chunk (a tool call,
   a plan, a state change) or a chunk of the other speaker (user / agent) is sent for the
@@ -37,8 +39,13 @@ from typing import Any
 
 PROTOCOL_VERSION = 2
 PATCH_BUDGET = 256 * 1024
-"""Old plus new text, in characters, above which a diff goes without its patch (difflib is
-quadratic in the worst case and runs on the event loop)."""
+PATCH_LINES = 3000
+"""Old plus new text, in characters and in lines, above which a diff goes without its patch
+(difflib is quadratic in the worst case: ~85 ms for 2000 lines on a quiet 2-core VM)."""
+INLINE_CHARS = 16 * 1024
+INLINE_LINES = 300
+"""A diff past either of these is rendered off the event loop (daemon/v2face.py); below them
+a patch costs a few milliseconds at worst (benchmarks/v2_render.py)."""
 PLAN_ID = "plan"
 REMOVED_CLIENT_METHODS = ("fs/", "terminal/")
 CHUNK_KINDS = frozenset({"user_message_chunk", "agent_message_chunk", "agent_thought_chunk"})
@@ -229,15 +236,27 @@ def diff_content(item: Mapping[str, Any]) -> dict[str, Any]:
     return content
 
 
+def heavy_diff(item: Any) -> bool:
+    """A v1 diff whose patch should be made off the event loop (see INLINE_LINES)."""
+    if not isinstance(item, dict) or item.get("type") != "diff" or "changes" in item:
+        return False
+    old, new = str(item.get("oldText") or ""), str(item.get("newText") or "")
+    if len(old) + len(new) > INLINE_CHARS:
+        return True
+    return old.count("\n") + new.count("\n") > INLINE_LINES
+
+
 def git_patch(path: str, old: str | None, new: str) -> str:
     """One `diff --git` section with absolute paths; "" when nothing changed or the texts are
-    past PATCH_BUDGET."""
+    past PATCH_BUDGET or PATCH_LINES."""
     if old == new or len(old or "") + len(new) > PATCH_BUDGET:
         return ""
     import difflib
 
     before = (old or "").splitlines(keepends=True)
     after = new.splitlines(keepends=True)
+    if len(before) + len(after) > PATCH_LINES:
+        return ""
     hunks = list(difflib.unified_diff(
         _terminated(before), _terminated(after),
         fromfile="/dev/null" if old is None else path, tofile=path, n=3,
