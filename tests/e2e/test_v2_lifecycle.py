@@ -137,6 +137,23 @@ def await_commands(client: RawClient, session_id: str) -> Any:
                     if u["sessionId"] == session_id]
 
 
+async def test_an_unknown_session_is_named_in_the_error(
+    tmp_path: Path, data_dir: Path, workspace: Path
+) -> None:
+    async with raw_acpd(tmp_path, data_dir=data_dir) as client:
+        await open_v2(client, workspace)
+        for method, params in [
+            ("session/prompt", prompt("sess_nope", "hi")),
+            ("session/resume", {"sessionId": "sess_nope", "cwd": str(workspace)}),
+            ("session/set_config_option", {"sessionId": "sess_nope", "configId": "mode",
+                                           "type": "id", "value": "auto"}),
+        ]:
+            with pytest.raises(RpcFailure) as failure:
+                await client.request(method, params)
+            assert failure.value.code == -32002
+            assert failure.value.error["data"] == {"sessionId": "sess_nope"}
+
+
 @pytest.mark.parametrize("asked", [0, 1, 3, 65535])
 async def test_any_other_version_gets_v1(
     tmp_path: Path, data_dir: Path, workspace: Path, asked: int

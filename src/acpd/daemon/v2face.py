@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from acpd.daemon.errors import SessionBusy, SessionNotFound, to_rpc_error
 from acpd.daemon.rpc import Connection, Reply
 from acpd.protocol import acp_v2
-from acpd.protocol.errors import invalid_params, method_not_found
+from acpd.protocol.errors import ErrorCode, RpcError, invalid_params, method_not_found
 
 if TYPE_CHECKING:
     from acpd.daemon.methods import SessionMethods
@@ -54,6 +54,14 @@ class V2Face:
         """What the connection calls: `rendering`, with large diffs made in a thread."""
 
     async def on_request(self, method: str, params: Any) -> Any:
+        try:
+            return await self._dispatch(method, params)
+        except SessionNotFound as exc:  # v2 names the session in the error's data
+            session_id = params.get("sessionId") if isinstance(params, dict) else None
+            data = {"sessionId": session_id} if isinstance(session_id, str) else None
+            raise RpcError(ErrorCode.RESOURCE_NOT_FOUND, str(exc), data) from None
+
+    async def _dispatch(self, method: str, params: Any) -> Any:
         handler = {
             "session/new": self.new_session,
             "session/resume": self.resume_session,
