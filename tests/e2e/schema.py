@@ -190,8 +190,10 @@ def validate_log(path: Path, schema: Schema | None = None) -> Report:
             continue
         message = line.message
         if line.direction == "C":
-            if isinstance(message, dict) and "method" in message and "id" in message:
-                client_requests[_id_key(message["id"])] = str(message["method"])
+            # A v2 client may batch its messages in one array.
+            for entry in message if isinstance(message, list) else [message]:
+                if isinstance(entry, dict) and "method" in entry and "id" in entry:
+                    client_requests[_id_key(entry["id"])] = str(entry["method"])
             continue
         report.checked += 1
         if not isinstance(message, dict):

@@ -249,3 +249,36 @@ async def test_a_large_edit_gets_its_patch_made_off_the_loop_and_git_applies_it(
         check=True, capture_output=True,
     )
     assert (workspace / "big.txt").read_text() == new
+
+
+async def test_v2_takes_json_rpc_batches_and_v1_still_refuses_them(
+    tmp_path: Path, data_dir: Path, workspace: Path
+) -> None:
+    async with raw_acpd(tmp_path, data_dir=data_dir) as client:
+        session_id = await open_v2(client, workspace)
+        before = len(client.responses())
+        await client.send([
+            {"jsonrpc": "2.0", "id": "b1", "method": "session/list", "params": {}},
+            {"jsonrpc": "2.0", "method": "_acpd/nothing", "params": {}},
+            5,
+            [],
+            {"jsonrpc": "2.0", "id": "b2", "method": "session/close",
+             "params": {"sessionId": session_id}},
+        ])
+        await client.wait_for(lambda: len(client.responses()) - before >= 4)
+        await client.send([])
+        await client.wait_for(lambda: len(client.responses()) - before >= 5)
+        got = client.responses()[before:]
+        by_id = {r["id"]: r for r in got if r["id"] is not None}
+        assert session_id in [s["sessionId"] for s in by_id["b1"]["result"]["sessions"]]
+        assert by_id["b2"]["result"] == {}
+        nulls = [r for r in got if r["id"] is None]
+        assert [r["error"]["code"] for r in nulls] == [-32600, -32600, -32600]
+        assert len(got) == 5  # nothing for the notification
+
+    async with raw_acpd(tmp_path, data_dir=data_dir, name="v1", version=1) as client:
+        await client.request("initialize", {"protocolVersion": 1})
+        await client.send([{"jsonrpc": "2.0", "id": 7, "method": "session/list", "params": {}}])
+        await client.wait_for(lambda: len(client.responses()) >= 2)
+        (refused,) = client.responses()[1:]
+        assert refused["id"] is None and refused["error"]["code"] == -32600

@@ -88,10 +88,16 @@ class RawClient:
     async def notify(self, method: str, params: Any) -> None:
         await self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: Any) -> None:
+        await self.send_raw(json.dumps(message).encode() + b"\n")
+
+    async def send_raw(self, line: bytes) -> None:
         assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.write(line)
         await self.process.stdin.drain()
+
+    def responses(self) -> list[dict[str, Any]]:
+        return [v for k, v in self.events if k == "response"]
 
     async def read_loop(self) -> None:
         assert self.process.stdout is not None

@@ -235,3 +235,19 @@ async def test_the_off_loop_renderer_renders_exactly_what_the_inline_one_does() 
     _first, async_params = await OffLoopDiffs(renderer()).request(
         "session/request_permission", params)
     assert async_params == sync_params
+
+
+def test_batches_split_into_their_messages() -> None:
+    from acpd.protocol import jsonrpc
+
+    assert acp_v2.batch_messages(b'{"jsonrpc": "2.0", "method": "x"}') is None
+    assert acp_v2.batch_messages(b"[1, 2") is None  # a parse error, answered as one message
+    (empty,) = acp_v2.batch_messages(b" []") or []
+    assert isinstance(empty, jsonrpc.Invalid) and empty.id is None
+    messages = acp_v2.batch_messages(
+        b'[{"jsonrpc": "2.0", "id": 1, "method": "a"}, {"jsonrpc": "2.0", "method": "b"},'
+        b' [], "x", {"jsonrpc": "2.0", "id": 2, "result": {}}]'
+    )
+    assert messages is not None
+    kinds = [type(m).__name__ for m in messages]
+    assert kinds == ["Request", "Notification", "Invalid", "Invalid", "Response"]

@@ -140,12 +140,14 @@ class AcpAgent:
         self.client = client
         self.conn.initialized = True
         self._v2 = None
-        self.conn.renderer = None
+        self.conn.renderer = self.conn.batches = None
         if client.protocol_version == DRAFT_VERSION:
             from acpd.daemon.v2face import V2Face
+            from acpd.protocol.acp_v2 import batch_messages
 
             self._v2 = V2Face(self.conn, self.session_methods)
             self.conn.renderer = self._v2.renderer
+            self.conn.batches = batch_messages
 
     async def warm_up(self) -> None:
         try:

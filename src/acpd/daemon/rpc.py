@@ -126,6 +126,9 @@ class Connection:
         self._slot_freed = anyio.Event()
         self._background: list[Callable[[], Awaitable[None]]] = []
         self.initialized = False
+        self.batches: Callable[[bytes], list[jsonrpc.Message] | None] | None = None
+        """Set when the negotiated version takes JSON-RPC batches (v2): a line's messages, or
+        None when the line is not a batch (v1 answers a batch -32600)."""
         self.renderer: Renderer | None = None
         """Set for a connection that negotiated another protocol version than the core's
         (the v2 draft, daemon/v2face.py): every outgoing request and notification passes it."""
@@ -300,17 +303,18 @@ class Connection:
             )
             await self.send(jsonrpc.error(jsonrpc.sniff_id(frame.head), err))
             return
-        message = jsonrpc.parse_line(frame.data)
-        if isinstance(message, jsonrpc.Request):
-            await self._start_request(message)
-        elif isinstance(message, jsonrpc.Notification):
-            await self._handle_notification(message)
-        elif isinstance(message, jsonrpc.Response):
-            self._resolve(message)
-        elif isinstance(message, jsonrpc.Invalid):
-            await self.send(jsonrpc.error(message.id, message.error))
-        else:
-            log.info("ignoring a message from the editor: %s", message.reason)
+        batch = self.batches(frame.data) if self.batches is not None else None
+        for message in batch if batch is not None else [jsonrpc.parse_line(frame.data)]:
+            if isinstance(message, jsonrpc.Request):
+                await self._start_request(message)
+            elif isinstance(message, jsonrpc.Notification):
+                await self._handle_notification(message)
+            elif isinstance(message, jsonrpc.Response):
+                self._resolve(message)
+            elif isinstance(message, jsonrpc.Invalid):
+                await self.send(jsonrpc.error(message.id, message.error))
+            else:
+                log.info("ignoring a message from the editor: %s", message.reason)
 
     async def _start_request(self, req: jsonrpc.Request) -> None:
         if req.id in self._incoming:

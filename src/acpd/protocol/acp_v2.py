@@ -25,6 +25,7 @@ passes every outgoing message through `V2Renderer` and every incoming v2 request
   update of the turn (not when the turn ends instead: `idle` says that).
 - v2 has no client file system or terminal: `REMOVED_CLIENT_METHODS` are refused before they
   reach the wire, whatever the client claimed in `initialize`.
+- v2 takes JSON-RPC batches (`batch_messages`); each request of a batch is answered on its own.
 
 Limits: message ids of stored updates are generated again on replay (the store keeps v1
 payloads); a diff's `oldText: null` is an added file, anything else a modification.
@@ -36,6 +37,11 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
+
+from acpd.protocol import jsonrpc
+from acpd.protocol.errors import ErrorCode, RpcError
 
 PROTOCOL_VERSION = 2
 PATCH_BUDGET = 256 * 1024
@@ -65,6 +71,33 @@ def removed_client_method(method: str) -> bool:
 
 def new_message_id() -> str:
     return f"msg_{os.urandom(12).hex()}"
+
+
+# --- JSON-RPC batches (v2 takes them; v1 does not) ----------------------------------------
+
+
+def batch_messages(line: bytes) -> list[jsonrpc.Message] | None:
+    """The messages of a batch line, in order, or None when the line is not a JSON array (it
+    is then parsed as one message). An empty batch is one -32600; an entry that is itself an
+    array is a -32600 of its own, as is any invalid entry (with `"id": null` unless its id is
+    readable). Each request is answered on its own line, not in a response array (JSON-RPC
+    and ACP say SHOULD for the array)."""
+    if line[:64].lstrip()[:1] != b"[":  # only the head: lines may be megabytes
+        return None
+    try:
+        entries = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None  # parsed again as one message: a -32700 with `"id": null`
+    if not isinstance(entries, list):
+        return None
+    if not entries:
+        error = RpcError(ErrorCode.INVALID_REQUEST, "an empty batch")
+        return [jsonrpc.Invalid(error)]
+    nested = RpcError(ErrorCode.INVALID_REQUEST, "a batch inside a batch")
+    return [
+        jsonrpc.Invalid(nested) if isinstance(entry, list) else jsonrpc.parse_object(entry)
+        for entry in entries
+    ]
 
 
 # --- initialize ------------------------------------------------------------------------------
