@@ -46,9 +46,10 @@ class V2Face:
         self._loaded: SessionMethods | None = None
         self._turns: set[str] = set()
         """Sessions with an accepted prompt whose turn has not ended."""
-        self._early_cancel: set[str] = set()
-        """Sessions cancelled after their prompt was accepted but before the turn began
-        (the core ignores a cancel for an idle session)."""
+        self._cancelled: set[str] = set()
+        """Sessions whose accepted turn got a `session/cancel`: it ends `cancelled`, also
+        when the cancel came before the turn began (the core ignores a cancel for an idle
+        session) or when stopping raised."""
         self.rendering = acp_v2.V2Renderer(self._cwd_of, self._config_options_of)
         self.renderer = OffLoopDiffs(self.rendering)
         """What the connection calls: `rendering`, with large diffs made in a thread."""
@@ -152,8 +153,8 @@ class V2Face:
         session_id = params.get("sessionId") if isinstance(params, dict) else None
         methods = self._loaded
         session = methods.sessions.get(str(session_id)) if methods else None
-        if session is not None and session.id in self._turns and session.idle.is_set():
-            self._early_cancel.add(session.id)
+        if session is not None and session.id in self._turns:
+            self._cancelled.add(session.id)
 
     async def _run_turn(
         self, methods: SessionMethods, method: str, params: Any, session_id: str
@@ -161,17 +162,20 @@ class V2Face:
         extra: dict[str, Any] = {}
         try:
             try:
-                if session_id in self._early_cancel:
+                if session_id in self._cancelled:  # before the turn began: it does not
                     result = {"stopReason": "cancelled"}
                 else:
                     result = await methods.table[method](params)
                 # As in v1: once a cancel was asked for, the turn ends "cancelled".
-                cancelled = session_id in self._early_cancel
+                cancelled = session_id in self._cancelled
                 extra["stopReason"] = "cancelled" if cancelled else result["stopReason"]
             except Exception as exc:  # the prompt was accepted: the failure goes in the state
-                error = to_rpc_error(exc)
-                extra["stopReason"] = "error"
-                extra["error"] = {"code": int(error.code), "message": error.message}
+                if session_id in self._cancelled:
+                    extra["stopReason"] = "cancelled"  # v2: never `error` for a cancel
+                else:
+                    error = to_rpc_error(exc)
+                    extra["stopReason"] = "error"
+                    extra["error"] = {"code": int(error.code), "message": error.message}
             # Idle is queued before the session takes a new prompt: a prompt accepted in
             # between would see its `running` before this turn's `idle`.
             await self.conn.notify(
@@ -179,7 +183,7 @@ class V2Face:
             )
         finally:
             self._turns.discard(session_id)
-            self._early_cancel.discard(session_id)
+            self._cancelled.discard(session_id)
 
     # --- what the renderer asks ------------------------------------------------------------
 
