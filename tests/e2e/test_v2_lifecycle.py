@@ -282,3 +282,24 @@ async def test_v2_takes_json_rpc_batches_and_v1_still_refuses_them(
         await client.wait_for(lambda: len(client.responses()) >= 2)
         (refused,) = client.responses()[1:]
         assert refused["id"] is None and refused["error"]["code"] == -32600
+
+
+async def test_a_cancel_right_behind_the_prompt_still_cancels_it(
+    tmp_path: Path, data_dir: Path, workspace: Path
+) -> None:
+    """The prompt and its cancel in one write: whether the cancel lands before the turn
+    begins or during it, the turn ends `cancelled` and the model's text never shows."""
+    script = write_script(tmp_path / "s.json", [{"delay": 60, "text": "too late"}])
+    async with raw_acpd(tmp_path, data_dir=data_dir, script=script) as client:
+        session_id = await open_v2(client, workspace)
+        request = {"jsonrpc": "2.0", "id": 99, "method": "session/prompt",
+                   "params": prompt(session_id, "go")}
+        cancel = {"jsonrpc": "2.0", "method": "session/cancel",
+                  "params": {"sessionId": session_id}}
+        await client.send_raw(
+            (json.dumps(request) + "\n" + json.dumps(cancel) + "\n").encode())
+        idle = await client.wait_idle(session_id)
+        assert idle["stopReason"] == "cancelled"
+        assert any(r.get("id") == 99 and "messageId" in r.get("result", {})
+                   for r in client.responses())
+        assert "too late" not in json.dumps(client.updates)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 from acpd.daemon.errors import SessionBusy
 from acpd.daemon.handshake import DRAFT_VERSION, ClientCaps, initialize_result
@@ -109,6 +110,9 @@ class AcpAgent:
         if method == "session/cancel":
             methods = self._methods or await self.session_methods()
             if self._v2 is not None:
+                # A prompt read just before this cancel starts its task at the next loop
+                # step, where it is accepted: let it, so that the cancel finds its turn.
+                await anyio.lowlevel.checkpoint()
                 self._v2.cancel(params)
             methods.cancel(params)
         # Unknown notifications are ignored, as JSON-RPC asks.
