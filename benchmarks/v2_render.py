@@ -18,7 +18,7 @@ from typing import Any
 
 from _common import INIT, Pipe, acpd_argv, environment, median_ms, temp_dir
 
-from acpd.protocol import acp_v2, jsonrpc
+from acpd.protocol import acp_v2, acp_v2_diff, jsonrpc
 from acpd.protocol.framing import encode
 
 OLD = "".join(f"line {i}\n" for i in range(40))
@@ -59,7 +59,7 @@ def worst_patch_ms(lines: int) -> float:
     old = "".join(f"line {i} {'x' * 40}\n" for i in range(half))
     new = "".join(f"{'changed ' if i % 3 == 0 else ''}line {i} {'x' * 40}\n" for i in range(half))
     start = time.perf_counter()
-    assert acp_v2.git_patch("/ws/big.txt", old, new)
+    assert acp_v2_diff.git_patch("/ws/big.txt", old, new)
     return (time.perf_counter() - start) * 1000
 
 
@@ -98,11 +98,11 @@ def main() -> int:
         v2 = min(per_update_us(True, args.rounds, updates) for _ in range(3))
         print(f"{name}: v1 encode {v1:.1f} us/update, v2 render+encode {v2:.1f} us/update "
               f"(ratio {v2 / v1:.2f}x, baseline: the v1 encode)")
-    inline = min(worst_patch_ms(acp_v2.INLINE_LINES) for _ in range(3))
-    threaded = min(worst_patch_ms(acp_v2.PATCH_LINES) for _ in range(3))
-    print(f"slowest patch made on the event loop ({acp_v2.INLINE_LINES} lines): {inline:.1f} ms; "
-          f"in a worker thread ({acp_v2.PATCH_LINES} lines): {threaded:.1f} ms "
-          "(v1 sends no patch: baseline 0)")
+    inline = min(worst_patch_ms(acp_v2_diff.INLINE_LINES) for _ in range(3))
+    threaded = min(worst_patch_ms(acp_v2_diff.PATCH_LINES) for _ in range(3))
+    print(f"slowest patch made on the event loop ({acp_v2_diff.INLINE_LINES} lines): "
+          f"{inline:.1f} ms; in a worker thread ({acp_v2_diff.PATCH_LINES} lines): "
+          f"{threaded:.1f} ms (v1 sends no patch: baseline 0)")
     data_dir = temp_dir()
     initialize_ms(1, 2, data_dir)
     init_v1 = initialize_ms(1, args.runs, data_dir)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from acpd.protocol import acp_v2
+from acpd.protocol import acp_v2, acp_v2_diff
 from tests.e2e.schema import schema_for
 
 V2 = schema_for(2)
@@ -84,14 +84,14 @@ def test_tool_calls_become_upserts_with_v2_diffs_and_locations() -> None:
 
 
 def test_unchanged_or_huge_diffs_go_without_a_patch() -> None:
-    same = acp_v2.diff_content({"path": "/a", "oldText": "x", "newText": "x"})
+    same = acp_v2_diff.diff_content({"path": "/a", "oldText": "x", "newText": "x"})
     assert "patch" not in same
-    big = "z" * acp_v2.PATCH_BUDGET
-    huge = acp_v2.diff_content({"path": "/a", "oldText": big, "newText": big + "!"})
+    big = "z" * acp_v2_diff.PATCH_BUDGET
+    huge = acp_v2_diff.diff_content({"path": "/a", "oldText": big, "newText": big + "!"})
     assert "patch" not in huge and huge["changes"][0]["operation"] == "modify"
     valid("Diff", {k: v for k, v in huge.items() if k != "type"})
-    lines = "\n" * acp_v2.PATCH_LINES
-    many = acp_v2.diff_content({"path": "/a", "oldText": lines, "newText": lines + "!"})
+    lines = "\n" * acp_v2_diff.PATCH_LINES
+    many = acp_v2_diff.diff_content({"path": "/a", "oldText": lines, "newText": lines + "!"})
     assert "patch" not in many
 
 
@@ -105,7 +105,7 @@ def test_git_applies_the_patch(tmp_path: Path, old: str | None, new: str) -> Non
     if old is not None:
         target.write_text(old)
     patch = tmp_path / "p.diff"
-    patch.write_text(acp_v2.git_patch(str(target), old, new))
+    patch.write_text(acp_v2_diff.git_patch(str(target), old, new))
     subprocess.run(["git", "apply", "-p0", "--unsafe-paths", str(patch)], cwd=tmp_path,
                    check=True, capture_output=True)
     assert target.read_text() == new
@@ -211,19 +211,19 @@ def test_initialize_result_is_v2_and_requests_map_to_v1() -> None:
 
 def test_large_diffs_are_marked_for_a_worker_thread() -> None:
     small = {"type": "diff", "path": "/a", "oldText": "x\n" * 10, "newText": "y\n" * 10}
-    tall = {**small, "newText": "y\n" * (acp_v2.INLINE_LINES + 1)}
-    wide = {**small, "newText": "y" * (acp_v2.INLINE_CHARS + 1)}
-    assert not acp_v2.heavy_diff(small)
-    assert acp_v2.heavy_diff(tall) and acp_v2.heavy_diff(wide)
-    assert not acp_v2.heavy_diff(acp_v2.diff_content(tall))  # already v2
-    assert not acp_v2.heavy_diff({"type": "content", "content": {"type": "text", "text": "x"}})
+    tall = {**small, "newText": "y\n" * (acp_v2_diff.INLINE_LINES + 1)}
+    wide = {**small, "newText": "y" * (acp_v2_diff.INLINE_CHARS + 1)}
+    assert not acp_v2_diff.heavy_diff(small)
+    assert acp_v2_diff.heavy_diff(tall) and acp_v2_diff.heavy_diff(wide)
+    assert not acp_v2_diff.heavy_diff(acp_v2_diff.diff_content(tall))  # already v2
+    assert not acp_v2_diff.heavy_diff({"type": "content", "content": {"type": "text", "text": "x"}})
 
 
 @pytest.mark.anyio
 async def test_the_off_loop_renderer_renders_exactly_what_the_inline_one_does() -> None:
     from acpd.daemon.v2face import OffLoopDiffs
 
-    old = "".join(f"line {i}\n" for i in range(acp_v2.INLINE_LINES))
+    old = "".join(f"line {i}\n" for i in range(acp_v2_diff.INLINE_LINES))
     diff = {"type": "diff", "path": "/ws/big", "oldText": old, "newText": old + "end\n"}
     card = {"sessionUpdate": "tool_call_update", "toolCallId": "t", "content": [diff]}
     inline = renderer().notification(*note(card))

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from acpd.daemon.errors import SessionBusy, SessionNotFound, to_rpc_error
 from acpd.daemon.rpc import Connection, Reply
-from acpd.protocol import acp_v2
+from acpd.protocol import acp_v2, acp_v2_diff
 from acpd.protocol.errors import ErrorCode, RpcError, invalid_params, method_not_found
 
 if TYPE_CHECKING:
@@ -224,13 +224,13 @@ async def _patched(params: Any, key: str) -> Any:
     if not isinstance(holder, dict):
         return params
     content = holder.get("content")
-    if not isinstance(content, list) or not any(acp_v2.heavy_diff(c) for c in content):
+    if not isinstance(content, list) or not any(acp_v2_diff.heavy_diff(c) for c in content):
         return params
     import anyio.to_thread
 
     rendered = [
-        await anyio.to_thread.run_sync(acp_v2.diff_content, item)
-        if acp_v2.heavy_diff(item) else item
+        await anyio.to_thread.run_sync(acp_v2_diff.diff_content, item)
+        if acp_v2_diff.heavy_diff(item) else item
         for item in content
     ]
     return {**params, key: {**holder, "content": rendered}}

@@ -10,11 +10,9 @@ passes every outgoing message through `V2Renderer` and every incoming v2 request
   `current_mode_update` becomes `config_option_update` (v2 has no modes) when the options
   are known, else it is dropped; config options carry `configId` instead of `id`; commands
   carry `type: "command"` and their input `type: "text"`; diffs become `changes` plus a
-  `git_patch` (absolute paths; left out past PATCH_BUDGET characters or PATCH_LINES lines,
-  made off the event loop past INLINE_LINES);
-  locations drop a line 0 (v2 lines start at 1). `terminal_update` and
-  `terminal_output_chunk` are v2-native and pass as they are, as does any kind this module
-  does not know.
+  `git_patch` (protocol/acp_v2_diff.py); locations drop a line 0 (v2 lines start at 1).
+  `terminal_update` and `terminal_output_chunk` are v2-native and pass as they are, as does
+  any kind this module does not know.
 - Message ids: v2 requires `messageId` on every chunk. One kept by the core is used as is;
   otherwise chunks of one kind share an id until anything other than a chunk (a tool call,
   a plan, a state change) or a chunk of the other speaker (user / agent) is sent for the
@@ -41,17 +39,10 @@ from typing import Any
 import orjson
 
 from acpd.protocol import jsonrpc
+from acpd.protocol.acp_v2_diff import diff_content
 from acpd.protocol.errors import ErrorCode, RpcError
 
 PROTOCOL_VERSION = 2
-PATCH_BUDGET = 256 * 1024
-PATCH_LINES = 3000
-"""Old plus new text, in characters and in lines, above which a diff goes without its patch
-(difflib is quadratic in the worst case: ~85 ms for 2000 lines on a quiet 2-core VM)."""
-INLINE_CHARS = 16 * 1024
-INLINE_LINES = 300
-"""A diff past either of these is rendered off the event loop (daemon/v2face.py); below them
-a patch costs a few milliseconds at worst (benchmarks/v2_render.py)."""
 PLAN_ID = "plan"
 REMOVED_CLIENT_METHODS = ("fs/", "terminal/")
 CHUNK_KINDS = frozenset({"user_message_chunk", "agent_message_chunk", "agent_thought_chunk"})
@@ -249,62 +240,6 @@ def _location(location: Any) -> Any:
     if isinstance(location, dict) and location.get("line") == 0:
         return {k: v for k, v in location.items() if k != "line"}
     return location
-
-
-def diff_content(item: Mapping[str, Any]) -> dict[str, Any]:
-    """v1 `{path, oldText, newText}` as v2 `{changes, patch}`."""
-    path = str(item.get("path", ""))
-    old = item.get("oldText")
-    new = str(item.get("newText", ""))
-    operation = "add" if old is None else "modify"
-    content: dict[str, Any] = {
-        "type": "diff",
-        "changes": [{"operation": operation, "path": path, "fileType": "text"}],
-    }
-    patch = git_patch(path, old, new)
-    if patch:
-        content["patch"] = {"format": "git_patch", "text": patch}
-    if "_meta" in item:
-        content["_meta"] = item["_meta"]
-    return content
-
-
-def heavy_diff(item: Any) -> bool:
-    """A v1 diff whose patch should be made off the event loop (see INLINE_LINES)."""
-    if not isinstance(item, dict) or item.get("type") != "diff" or "changes" in item:
-        return False
-    old, new = str(item.get("oldText") or ""), str(item.get("newText") or "")
-    if len(old) + len(new) > INLINE_CHARS:
-        return True
-    return old.count("\n") + new.count("\n") > INLINE_LINES
-
-
-def git_patch(path: str, old: str | None, new: str) -> str:
-    """One `diff --git` section with absolute paths; "" when nothing changed or the texts are
-    past PATCH_BUDGET or PATCH_LINES."""
-    if old == new or len(old or "") + len(new) > PATCH_BUDGET:
-        return ""
-    import difflib
-
-    before = (old or "").splitlines(keepends=True)
-    after = new.splitlines(keepends=True)
-    if len(before) + len(after) > PATCH_LINES:
-        return ""
-    hunks = list(difflib.unified_diff(
-        _terminated(before), _terminated(after),
-        fromfile="/dev/null" if old is None else path, tofile=path, n=3,
-    ))
-    if not hunks:
-        return ""
-    head = f"diff --git {path} {path}\n" + ("new file mode 100644\n" if old is None else "")
-    return head + "".join(hunks)
-
-
-def _terminated(lines: list[str]) -> list[str]:
-    """difflib joins lines as given: mark a last line without a newline the way git does."""
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n\\ No newline at end of file\n"
-    return lines
 
 
 # --- the renderer: every outgoing notification and request of a v2 connection -----------------
