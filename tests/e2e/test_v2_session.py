@@ -48,7 +48,8 @@ async def test_a_v2_session_reads_writes_and_runs_itself_and_resumes(
         assert init["protocolVersion"] == 2
         assert init["info"]["name"] == "acpd"
         session_caps = init["capabilities"]["session"]
-        assert session_caps["prompt"] == {"embeddedContext": {}}
+        assert session_caps["prompt"]["embeddedContext"] == {}
+        assert all(marker == {} for marker in session_caps["prompt"].values())
         assert "stdio" in session_caps["mcp"] and "delete" in session_caps
         assert "agentCapabilities" not in init and "loadSession" not in str(init)
 
