@@ -1,4 +1,9 @@
-"""Validate every message acpd wrote against the ACP v1 JSON schema of the TypeScript SDK.
+"""Validate every message acpd wrote against the ACP JSON schema of the TypeScript SDK.
+
+Version-aware: a log is checked against schema/v1 until acpd answers an `initialize` with
+another `protocolVersion` (2: schema/v2, the draft), and from that answer on against that
+version's schema (the answer itself included). A message of one version's traffic that only
+the other version has (a v1 `tool_call` on a v2 connection, `fs/*` requests) is a problem.
 
 Per method, not just the envelope: a response is checked against `$defs/<X>Response` for the
 method of the client request it answers, an agent-to-client request's params against
@@ -23,8 +28,10 @@ from referencing.jsonschema import DRAFT202012
 
 REPO = Path(__file__).resolve().parents[2]
 TS_DIR = REPO / "tests" / "e2e" / "ts"
-SCHEMA_PATH = TS_DIR / "node_modules/@agentclientprotocol/sdk/schema/v1/schema.json"
-SCHEMA_URI = "urn:acp:schema:v1"
+SCHEMA_DIR = TS_DIR / "node_modules/@agentclientprotocol/sdk/schema"
+SCHEMA_PATH = SCHEMA_DIR / "v1" / "schema.json"
+SCHEMA_V2_PATH = SCHEMA_DIR / "v2" / "schema.json"
+SCHEMA_PATHS = {1: SCHEMA_PATH, 2: SCHEMA_V2_PATH}
 
 _INT_RANGES = {
     "uint8": (0, 2**8 - 1),
@@ -59,8 +66,10 @@ class Schema:
     """agent-to-client method -> `$defs` name of its params (ReadTextFileRequest, ...)."""
     notifications: dict[str, str]
     """agent-to-client notification -> `$defs` name of its params."""
-    update_branches: dict[str, dict[str, Any]]
-    """`sessionUpdate` kind -> its branch of `$defs/SessionUpdate`."""
+    update_branches: dict[str, str]
+    """`sessionUpdate` kind -> the ref of its branch of `$defs/SessionUpdate`."""
+    uri: str = "urn:acp:schema:v1"
+    version: int = 1
 
     def validator(self, ref: str) -> Draft202012Validator:
         return _validator(self, ref)
@@ -72,11 +81,11 @@ def load_schema(path: Path = SCHEMA_PATH) -> Schema:
         raise FileNotFoundError(
             f"{path} is missing: run `npm ci` in {TS_DIR} (scripts/test does it)"
         )
+    version = 2 if path.parent.name == "v2" else 1
+    uri = f"urn:acp:schema:v{version}"
     document = json.loads(path.read_text())
-    resource = Resource.from_contents(
-        {**document, "$id": SCHEMA_URI}, default_specification=DRAFT202012
-    )
-    registry: Registry[Any] = Registry().with_resource(SCHEMA_URI, resource)
+    resource = Resource.from_contents({**document, "$id": uri}, default_specification=DRAFT202012)
+    registry: Registry[Any] = Registry().with_resource(uri, resource)
     defs: dict[str, Any] = document["$defs"]
     agent_results: dict[str, str] = {}
     client_requests: dict[str, str] = {}
@@ -91,11 +100,22 @@ def load_schema(path: Path = SCHEMA_PATH) -> Schema:
             client_requests[method] = name
         elif name.endswith("Notification") and side in ("client", "protocol"):
             notifications[method] = name
+    # v1 lists the kinds under oneOf; v2 under anyOf, with a last branch for unknown kinds.
+    keyword = "oneOf" if "oneOf" in defs["SessionUpdate"] else "anyOf"
     branches = {
-        branch["properties"]["sessionUpdate"]["const"]: branch
-        for branch in defs["SessionUpdate"]["oneOf"]
+        branch["properties"]["sessionUpdate"]["const"]: f"/$defs/SessionUpdate/{keyword}/{index}"
+        for index, branch in enumerate(defs["SessionUpdate"][keyword])
+        if "const" in branch.get("properties", {}).get("sessionUpdate", {})
     }
-    return Schema(document, registry, agent_results, client_requests, notifications, branches)
+    return Schema(
+        document, registry, agent_results, client_requests, notifications, branches, uri, version
+    )
+
+
+def schema_for(version: int) -> Schema:
+    """The schema of one protocol version (1 for any version acpd does not speak)."""
+    path = SCHEMA_PATHS.get(version, SCHEMA_PATH)
+    return load_schema() if path == SCHEMA_PATH else load_schema(path)  # one v1 in the cache
 
 
 _VALIDATORS: dict[tuple[int, str], Draft202012Validator] = {}
@@ -105,7 +125,7 @@ def _validator(schema: Schema, ref: str) -> Draft202012Validator:
     key = (id(schema), ref)
     if key not in _VALIDATORS:
         _VALIDATORS[key] = Draft202012Validator(
-            {"$ref": f"{SCHEMA_URI}{ref}"}, registry=schema.registry,
+            {"$ref": f"{schema.uri}{ref}"}, registry=schema.registry,
             format_checker=_format_checker(),
         )
     return _VALIDATORS[key]
@@ -154,11 +174,15 @@ class Report:
 
 
 def validate_log(path: Path, schema: Schema | None = None) -> Report:
-    """Check every line acpd wrote; the report lists each problem with its line and path."""
+    """Check every line acpd wrote; the report lists each problem with its line and path.
+    Without `schema`, the version follows what acpd answered to `initialize`."""
+    fixed = schema is not None
     schema = schema or load_schema()
     report = Report()
     client_requests: dict[Any, str] = {}
     for line in read_log(path):
+        if not fixed and line.direction == "A":
+            schema = _negotiated(line.message, client_requests) or schema
         where = f"{path.name}:{line.number}"
         if line.direction.endswith("!"):
             if line.direction == "A!":
@@ -166,8 +190,10 @@ def validate_log(path: Path, schema: Schema | None = None) -> Report:
             continue
         message = line.message
         if line.direction == "C":
-            if isinstance(message, dict) and "method" in message and "id" in message:
-                client_requests[_id_key(message["id"])] = str(message["method"])
+            # A v2 client may batch its messages in one array.
+            for entry in message if isinstance(message, list) else [message]:
+                if isinstance(entry, dict) and "method" in entry and "id" in entry:
+                    client_requests[_id_key(entry["id"])] = str(entry["method"])
             continue
         report.checked += 1
         if not isinstance(message, dict):
@@ -176,6 +202,17 @@ def validate_log(path: Path, schema: Schema | None = None) -> Report:
         for problem in check_agent_message(schema, message, client_requests, report):
             report.problems.append(f"{where}: {problem}")
     return report
+
+
+def _negotiated(message: Any, client_requests: dict[Any, str]) -> Schema | None:
+    """The schema of the version in acpd's answer to an `initialize`, if this is one."""
+    if not isinstance(message, dict) or "id" not in message or "method" in message:
+        return None
+    if client_requests.get(_id_key(message["id"])) != "initialize":
+        return None
+    result = message.get("result")
+    version = result.get("protocolVersion") if isinstance(result, dict) else None
+    return schema_for(version) if isinstance(version, int) else None
 
 
 def _id_key(value: Any) -> tuple[str, Any]:
@@ -200,7 +237,10 @@ def check_agent_message(
             name = schema.client_requests.get(method)
             if name is None:
                 if not method.startswith("_"):
-                    problems.append(f"request {method}: not an agent-to-client method of ACP v1")
+                    problems.append(
+                        f"request {method}: not an agent-to-client method of ACP "
+                        f"v{schema.version}"
+                    )
             else:
                 problems += _against(schema, f"request {method} params", f"/$defs/{name}", params)
         elif method == "session/update":
@@ -238,16 +278,14 @@ def check_agent_message(
 
 
 def _check_update(schema: Schema, params: Any, report: Report) -> list[str]:
-    problems = _against(schema, "session/update params", "/$defs/SessionNotification", params)
+    envelope = f"/$defs/{schema.notifications['session/update']}"
+    problems = _against(schema, "session/update params", envelope, params)
     update = params.get("update") if isinstance(params, dict) else None
     kind = update.get("sessionUpdate") if isinstance(update, dict) else None
     report.count(f"update {kind}")
     if not isinstance(kind, str) or kind not in schema.update_branches:
         return [*problems, f"session/update: unknown sessionUpdate kind {kind!r}"]
-    index = list(schema.update_branches).index(kind)
-    problems += _against(
-        schema, f"session/update {kind}", f"/$defs/SessionUpdate/oneOf/{index}", update
-    )
+    problems += _against(schema, f"session/update {kind}", schema.update_branches[kind], update)
     return problems
 
 
@@ -266,14 +304,15 @@ def _describe(what: str, ref: str, error: ValidationError) -> str:
     )
 
 
-def assert_valid_log(path: Path) -> Report:
-    """Raise AssertionError naming every message that breaks the schema."""
-    report = validate_log(path)
+def assert_valid_log(path: Path, version: int | None = None) -> Report:
+    """Raise AssertionError naming every message that breaks the schema (of `version`, or
+    of the version negotiated in the log)."""
+    report = validate_log(path, schema_for(version) if version is not None else None)
     assert report.checked > 0, f"{path} holds no message from acpd"
     if report.problems:
         shown = "\n  ".join(report.problems[:40])
         more = f"\n  ... and {len(report.problems) - 40} more" if len(report.problems) > 40 else ""
         raise AssertionError(
-            f"{len(report.problems)} message(s) from acpd break the ACP v1 schema:\n  {shown}{more}"
+            f"{len(report.problems)} message(s) from acpd break the ACP schema:\n  {shown}{more}"
         )
     return report

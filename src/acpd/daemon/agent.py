@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 from acpd.daemon.errors import SessionBusy
-from acpd.daemon.handshake import ClientCaps, initialize_result
+from acpd.daemon.handshake import DRAFT_VERSION, ClientCaps, initialize_result
 from acpd.daemon.rpc import Connection, Reply
 from acpd.protocol.errors import internal_error, invalid_params, method_not_found
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from acpd.daemon.methods import SessionMethods
     from acpd.daemon.store import SessionStore
     from acpd.daemon.turn import LoopLimits
+    from acpd.daemon.v2face import V2Face
     from acpd.tools.pipeline import ToolPipeline
     from acpd.tools.setup import Toolkit
 
@@ -64,6 +66,8 @@ class AcpAgent:
         self._methods: SessionMethods | None = None
         self._runtime_lock = anyio.Lock()
         self._meta_timer: asyncio.TimerHandle | None = None
+        self._v2: V2Face | None = None
+        """The v2 draft face, while the connection speaks v2 (see daemon/v2face.py)."""
         conn.on_request = self.on_request
         conn.on_notification = self.on_notification
         conn.on_eof = self.shutdown
@@ -71,14 +75,16 @@ class AcpAgent:
     async def on_request(self, method: str, params: Any) -> Any:
         if method == "initialize":
             return await self.initialize(params)
-        if method == "authenticate":
+        if method == "authenticate" and self._v2 is None:
             raise invalid_params("acpd offers no authentication methods; none is needed")
-        if method not in SESSION_METHODS:
+        if method not in SESSION_METHODS and self._v2 is None:
             raise method_not_found(method)
         methods = self._methods or await self.session_methods()
         if methods.stopping:
             raise SessionBusy("acpd is stopping")
         try:
+            if self._v2 is not None:  # the same methods behind v2 names and shapes
+                return await self._v2.on_request(method, params)
             return await methods.table[method](params)
         finally:
             if methods.rt.store.pending_meta:
@@ -103,6 +109,11 @@ class AcpAgent:
     async def on_notification(self, method: str, params: Any) -> None:
         if method == "session/cancel":
             methods = self._methods or await self.session_methods()
+            if self._v2 is not None:
+                # A prompt read just before this cancel starts its task at the next loop
+                # step, where it is accepted: let it, so that the cancel finds its turn.
+                await anyio.lowlevel.checkpoint()
+                self._v2.cancel(params)
             methods.cancel(params)
         # Unknown notifications are ignored, as JSON-RPC asks.
 
@@ -135,6 +146,15 @@ class AcpAgent:
         """Take the capabilities negotiated by `initialize` (here or before the loop)."""
         self.client = client
         self.conn.initialized = True
+        self._v2 = None
+        self.conn.renderer = self.conn.batches = None
+        if client.protocol_version == DRAFT_VERSION:
+            from acpd.daemon.v2face import V2Face
+            from acpd.protocol.acp_v2 import batch_messages
+
+            self._v2 = V2Face(self.conn, self.session_methods)
+            self.conn.renderer = self._v2.renderer
+            self.conn.batches = batch_messages
 
     async def warm_up(self) -> None:
         try:

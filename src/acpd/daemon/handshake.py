@@ -28,6 +28,9 @@ from acpd.protocol.framing import encode
 from acpd.sandbox.status import sandbox_status
 
 PROTOCOL_VERSION = 1
+DRAFT_VERSION = 2
+"""The v2 draft: spoken only to a client that asks for it (protocol/acp_v2.py, imported
+then: a v1 start-up does not pay for it)."""
 FIRST_LINE_CAP = 1 << 20
 
 
@@ -67,6 +70,8 @@ def initialize_result(params: Any, *, image: bool = False) -> tuple[dict[str, An
     version = params.get("protocolVersion")
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
         raise invalid_params("protocolVersion must be a non-negative integer")
+    if version == DRAFT_VERSION:
+        return _initialize_v2(params)
     raw_caps = params.get("clientCapabilities")
     caps: dict[str, Any] = raw_caps if isinstance(raw_caps, dict) else {}
     raw_fs = caps.get("fs")
@@ -78,8 +83,23 @@ def initialize_result(params: Any, *, image: bool = False) -> tuple[dict[str, An
         protocol_version=PROTOCOL_VERSION,
         raw=caps,
     )
-    result = {
-        # We speak v1 only: echo it when asked for, else offer it (the client decides).
+    return _v1_result(), client
+
+
+def _initialize_v2(params: dict[str, Any]) -> tuple[dict[str, Any], ClientCaps]:
+    """The v2 draft: no client file system or terminal, whatever the client claims (acpd
+    reads, writes and runs commands itself, under the same policy and sandbox)."""
+    from acpd.protocol import acp_v2
+
+    caps = acp_v2.client_capabilities(params)
+    client = ClientCaps(protocol_version=acp_v2.PROTOCOL_VERSION, raw=caps)
+    return acp_v2.initialize_result(_v1_result()), client
+
+
+def _v1_result() -> dict[str, Any]:
+    return {
+        # v1 unless the client asks for the v2 draft: echo 1 when asked for, else offer it
+        # (the client decides).
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": {
             "loadSession": True,
@@ -95,7 +115,6 @@ def initialize_result(params: Any, *, image: bool = False) -> tuple[dict[str, An
         # Whether bash commands run in the kernel sandbox here, and if not, why not.
         "_meta": {"acpd": {"sandbox": sandbox_status().to_meta()}},
     }
-    return result, client
 
 
 @dataclass(frozen=True, slots=True)

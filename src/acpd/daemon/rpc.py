@@ -38,7 +38,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.lowlevel
@@ -68,6 +68,16 @@ class Reply:
 
     result: Any
     then: Callable[[], Awaitable[None]] | None = None
+
+
+class Renderer(Protocol):
+    """Rewrites outgoing traffic into the negotiated protocol version (see `renderer`)."""
+
+    async def notification(self, method: str, params: Any) -> list[tuple[str, Any]]: ...
+
+    async def request(self, method: str, params: Any) -> tuple[list[tuple[str, Any]], Any]:
+        """Notifications to send first, and the params. Raises LookupError to refuse."""
+        ...
 
 
 RequestHandler = Callable[[str, Any], Awaitable[Any]]
@@ -116,6 +126,12 @@ class Connection:
         self._slot_freed = anyio.Event()
         self._background: list[Callable[[], Awaitable[None]]] = []
         self.initialized = False
+        self.batches: Callable[[bytes], list[jsonrpc.Message] | None] | None = None
+        """Set when the negotiated version takes JSON-RPC batches (v2): a line's messages, or
+        None when the line is not a batch (v1 answers a batch -32600)."""
+        self.renderer: Renderer | None = None
+        """Set for a connection that negotiated another protocol version than the core's
+        (the v2 draft, daemon/v2face.py): every outgoing request and notification passes it."""
         self.input_closed = False
         """Stdin reached EOF: the editor can send nothing more, answers included."""
         self.closed = anyio.Event()
@@ -138,7 +154,11 @@ class Connection:
         await self.outbox.put(encode(message))
 
     async def notify(self, method: str, params: Any) -> None:
-        await self.send(jsonrpc.notification(method, params))
+        if self.renderer is None:
+            await self.send(jsonrpc.notification(method, params))
+            return
+        for name, rendered in await self.renderer.notification(method, params):
+            await self.send(jsonrpc.notification(name, rendered))
 
     async def request(
         self,
@@ -153,6 +173,13 @@ class Connection:
         seconds (None waits for ever, for user decisions). When the wait is cancelled the
         editor is told with `$/cancel_request`.
         """
+        if self.renderer is not None:
+            try:
+                first, params = await self.renderer.request(method, params)
+            except LookupError as exc:  # a method the negotiated version does not have
+                raise PeerError(method, RpcError(ErrorCode.METHOD_NOT_FOUND, str(exc))) from None
+            for name, note in first:
+                await self.send(jsonrpc.notification(name, note))
         msg_id = next(self._ids)
         pending = _Pending(method)
         self._pending[msg_id] = pending
@@ -276,17 +303,18 @@ class Connection:
             )
             await self.send(jsonrpc.error(jsonrpc.sniff_id(frame.head), err))
             return
-        message = jsonrpc.parse_line(frame.data)
-        if isinstance(message, jsonrpc.Request):
-            await self._start_request(message)
-        elif isinstance(message, jsonrpc.Notification):
-            await self._handle_notification(message)
-        elif isinstance(message, jsonrpc.Response):
-            self._resolve(message)
-        elif isinstance(message, jsonrpc.Invalid):
-            await self.send(jsonrpc.error(message.id, message.error))
-        else:
-            log.info("ignoring a message from the editor: %s", message.reason)
+        batch = self.batches(frame.data) if self.batches is not None else None
+        for message in batch if batch is not None else [jsonrpc.parse_line(frame.data)]:
+            if isinstance(message, jsonrpc.Request):
+                await self._start_request(message)
+            elif isinstance(message, jsonrpc.Notification):
+                await self._handle_notification(message)
+            elif isinstance(message, jsonrpc.Response):
+                self._resolve(message)
+            elif isinstance(message, jsonrpc.Invalid):
+                await self.send(jsonrpc.error(message.id, message.error))
+            else:
+                log.info("ignoring a message from the editor: %s", message.reason)
 
     async def _start_request(self, req: jsonrpc.Request) -> None:
         if req.id in self._incoming:
