@@ -71,7 +71,7 @@ def initialize_result(params: Any, *, image: bool = False) -> tuple[dict[str, An
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
         raise invalid_params("protocolVersion must be a non-negative integer")
     if version == DRAFT_VERSION:
-        return _initialize_v2(params)
+        return _initialize_v2(params, image=image)
     raw_caps = params.get("clientCapabilities")
     caps: dict[str, Any] = raw_caps if isinstance(raw_caps, dict) else {}
     raw_fs = caps.get("fs")
@@ -83,20 +83,20 @@ def initialize_result(params: Any, *, image: bool = False) -> tuple[dict[str, An
         protocol_version=PROTOCOL_VERSION,
         raw=caps,
     )
-    return _v1_result(), client
+    return _v1_result(image=image), client
 
 
-def _initialize_v2(params: dict[str, Any]) -> tuple[dict[str, Any], ClientCaps]:
+def _initialize_v2(params: dict[str, Any], *, image: bool) -> tuple[dict[str, Any], ClientCaps]:
     """The v2 draft: no client file system or terminal, whatever the client claims (acpd
     reads, writes and runs commands itself, under the same policy and sandbox)."""
     from acpd.protocol import acp_v2
 
     caps = acp_v2.client_capabilities(params)
     client = ClientCaps(protocol_version=acp_v2.PROTOCOL_VERSION, raw=caps)
-    return acp_v2.initialize_result(_v1_result()), client
+    return acp_v2.initialize_result(_v1_result(image=image)), client
 
 
-def _v1_result() -> dict[str, Any]:
+def _v1_result(*, image: bool) -> dict[str, Any]:
     return {
         # v1 unless the client asks for the v2 draft: echo 1 when asked for, else offer it
         # (the client decides).
