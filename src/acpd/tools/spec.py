@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
     from acpd.tools.capabilities import CommandRunner, FileSystem
     from acpd.tools.overflow import OverflowAccess
+    from acpd.tools.preview import PreviewFn
 
 ToolKind = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
@@ -100,6 +101,9 @@ class ToolContext:
     """The user approved this call (now, or with an earlier "always allow"): what the policy
     asks about and the tool meets again while it runs (a path outside the workspace) is
     covered; anything else that would ask is refused at run time."""
+    expected: object | None = None
+    """What the user was shown before approving (tools/preview.py): the tool re-checks it
+    before it acts and refuses to act on a stale approval."""
 
 
 Executor = Callable[[Any, ToolContext], Awaitable[ToolOutput]]
@@ -171,6 +175,9 @@ class ToolSpec:
     precheck: Callable[[Any], None] | None = None
     """Called with the validated arguments before the policy decision; raises ToolError to
     refuse a call that can never run (fetch: a URL the SSRF wall refuses without I/O)."""
+    preview: PreviewFn | None = None
+    """What the card shows before the call runs (a diff, what a delete takes away, the
+    command and its directory): see tools/preview.py."""
 
     def input_schema(self) -> dict[str, Any]:
         """The restricted JSON Schema (see tools/schema.py); raises SchemaError outside it."""
