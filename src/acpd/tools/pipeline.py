@@ -233,9 +233,11 @@ class ToolPipeline:
     ) -> object | None:
         """Fill the pending card with the tool's preview (tools/preview.py); returns what the
         tool must re-check before it acts."""
-        if verdict == "deny" or spec.preview is None:
+        if spec.preview is None:
             return None
         try:
+            # A refused call gets the cheap part only (bash's title and rawInput): nothing of
+            # a file is read for a call that will not run.
             shown = await preview_call(spec, parsed, call.id, env, asking=verdict == "ask")
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):  # every call the model made gets its card
