@@ -58,8 +58,8 @@ def stale(path: str, expected: object | None, found: str | None) -> None:
         raise failed(
             f"{path} changed after the preview the user approved (edited, created or removed "
             "in the meantime); nothing was written",
-            "Read it again and redo the change if it is still wanted; the user will be asked "
-            "again with the new diff.",
+            "Read it again and redo the change if it is still wanted (a new call shows the "
+            "new diff).",
         )
 
 
