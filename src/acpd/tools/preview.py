@@ -179,7 +179,18 @@ def changed_lines(old: str, new: str) -> tuple[int, int, int, str, str] | None:
     old_part, new_part = "".join(a[start:old_end]), "".join(b[start:new_end])
     if len(old_part) > DIFF_MAX_CHARS or len(new_part) > DIFF_MAX_CHARS:
         return None
-    return start + 1, max(start + 1, old_end), len(a), old_part, new_part
+    offset = sum(len(line) for line in a[:start])  # the same lines begin both texts
+    return (start + 1, max(start + 1, old_end), len(a), _inside_key(old, offset, old_part),
+            _inside_key(new, offset, new_part))
+
+
+def _inside_key(whole: str, offset: int, part: str) -> str:
+    """`part` (of `whole`, from `offset`) with the rest of a private key replaced when the
+    excerpt begins inside one: its BEGIN line is not in the excerpt, so the card's secret
+    scan could not tell the base64 lines are a key."""
+    from acpd.tools.secrets import key_open_at, redact_key_remainder
+
+    return redact_key_remainder(part) if key_open_at(whole, offset) else part
 
 
 def _size(text: str) -> str:
