@@ -212,7 +212,7 @@ async def test_secrets_in_a_diff_are_redacted_and_a_deny_read_file_is_never_show
     (workspace / "settings.py").write_text(f"AWS_KEY = '{key}'\nDEBUG = True\n")
     # deny_read, not deny_write; the marker is no credential: only the read policy hides it
     (workspace / "tls.pem").write_text(f"TOKEN={key}\nplain marker 4471\n")
-    client = RecordingClient(answer=always("reject_once"))
+    client = RecordingClient()  # approved: the final cards (and any checkpoint diff) too
     await run_calls(tmp_path, data_dir, workspace, client,
                     ("edit", {"path": "settings.py", "old_string": "DEBUG = True",
                               "new_string": "DEBUG = False"}),
@@ -222,10 +222,15 @@ async def test_secrets_in_a_diff_are_redacted_and_a_deny_read_file_is_never_show
     assert key not in diff["oldText"] and key not in diff["newText"]
     assert diff["oldText"].replace("True", "False") == diff["newText"]
     assert "DEBUG = False" in diff["newText"]
-    shown = str(env) + str(client.tool_calls())
+    shown = str(client.events)
     assert key not in shown and "marker 4471" not in shown
-    assert all(c["type"] != "diff" for c in env["content"])
-    assert "not shown" in env["content"][0]["content"]["text"]
+    withheld, note = env["content"]
+    assert withheld == {"type": "diff", "path": str(workspace / "tls.pem"),
+                        "oldText": withheld["oldText"], "newText": "TOKEN=other\n"}
+    assert withheld["oldText"].startswith("[the current content is not shown: ")
+    assert "not shown" in note["content"]["text"]
+    assert (workspace / "tls.pem").read_text() == "TOKEN=other\n"
+    assert (workspace / "settings.py").read_text().endswith("DEBUG = False\n")
 
 
 async def test_a_huge_file_shows_the_changed_lines_and_says_so(

@@ -72,7 +72,8 @@ def test_an_excerpt_that_starts_inside_a_private_key_never_shows_its_body(
 
 
 def test_a_file_whose_text_is_hidden_is_described_not_shown() -> None:
-    (note,) = diff_content("/w/.key", None, "new\n", existed=True, hidden="deny_read")
+    diff, note = diff_content("/w/.key", None, "new\n", existed=True, hidden="deny_read")
+    assert diff == DiffItem("/w/.key", "[the current content is not shown: deny_read]\n", "new\n")
     assert isinstance(note, TextItem) and "not shown (deny_read)" in note.text
     assert "4 bytes, 1 lines" in note.text
 

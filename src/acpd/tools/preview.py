@@ -145,10 +145,14 @@ def diff_content(path: str, old: str | None, new: str, *, existed: bool,
     """The card content for replacing `old` (None: no file, or not shown) with `new` at
     `path`: a diff first (editors such as CodeCompanion look for it there), then any note."""
     if existed and old is None:
+        # The old side says plainly that it is withheld; the new side is what gets written.
+        # A diff (not only a note) also keeps the checkpoint card from diffing the file itself.
         why = hidden or "it cannot be read as text"
-        return [TextItem(
-            f"Replaces {path}; its current content is not shown ({why}). New content: "
-            f"{_size(new)}.")]
+        note = TextItem(f"Replaces {path}; its current content is not shown ({why}). New "
+                        f"content: {_size(new)}.")
+        if len(new) > DIFF_MAX_CHARS:
+            return [note]
+        return [DiffItem(path, f"[the current content is not shown: {why}]\n", new), note]
     if len(old or "") <= DIFF_MAX_CHARS and len(new) <= DIFF_MAX_CHARS:
         return [DiffItem(path, old, new)]
     excerpt = changed_lines(old or "", new)
