@@ -116,7 +116,8 @@ def test_typescript_sdk_client_end_to_end(
 
     load = summary["load"]
     assert load["firstText"] == "read hello.txt and run bash"
-    assert load["toolCallTitles"] == ["Read hello.txt", BASH, TREE]
+    assert load["toolCallTitles"] == ["Read hello.txt", f"{BASH} (in {workspace})",
+                                      f"{TREE} (in {workspace})"]
     assert load["terminalContent"] == 0
     assert load["kinds"].count("user_message_chunk") == 2
 
