@@ -249,3 +249,26 @@ async def test_a_huge_file_shows_the_changed_lines_and_says_so(
     assert "over the preview limit" in note["content"]["text"]
     assert (workspace / "big.txt").read_text() == "".join(lines).replace(
         "line 30000\n", "changed\n")
+
+
+async def test_an_unsaved_buffer_changed_after_the_preview_is_not_written(
+    tmp_path: Path, data_dir: Path, workspace: Path
+) -> None:
+    """The diff came from the editor's buffer; the user typed in it before answering: the
+    edit is not applied over their typing."""
+    path = str(workspace / "hello.txt")
+    client = RecordingClient(buffers={path: "hello, unsaved\n"})
+
+    def type_then_allow(_call: dict[str, Any], _options: list[dict[str, Any]]) -> str:
+        client.buffers[path] = "hello, unsaved and typed\n"
+        return "allow_once"
+
+    client.answer = type_then_allow
+    await run_calls(tmp_path, data_dir, workspace, client,
+                    ("edit", {"path": "hello.txt", "old_string": "hello", "new_string": "bye"}))
+    assert asked(client)["content"][0]["oldText"] == "hello, unsaved\n"
+    final = client.final(pending(client)["toolCallId"])
+    assert final["status"] == "failed"
+    assert "changed after the preview" in final["content"][-1]["content"]["text"]
+    assert client.written == {}
+    assert (workspace / "hello.txt").read_text() == "hello from the workspace\n"
