@@ -88,7 +88,7 @@ async def test_load_replays_the_history_then_responds(
     assert kinds[-1] == "available_commands_update"
     assert replay[0]["content"]["text"] == "look and run"
     calls = [u for u in replay if u["sessionUpdate"] == "tool_call"]
-    assert [c["title"] for c in calls] == ["Read hello.txt", BASH]
+    assert [c["title"].rsplit(" (in ", 1)[0] for c in calls] == ["Read hello.txt", BASH]
     assert [c["kind"] for c in calls] == ["read", "execute"]
     for call in calls:
         mine = [
@@ -130,9 +130,8 @@ async def test_load_of_a_live_session_in_the_same_daemon(
         assert await run.prompt(session_id, "look and run") == "end_turn"
         await run.conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
         replay = updates_before_response(run.wire(), "session/load")
-        assert [u["title"] for u in replay if u["sessionUpdate"] == "tool_call"] == [
-            "Read hello.txt", BASH,
-        ]
+        titles = [u["title"] for u in replay if u["sessionUpdate"] == "tool_call"]
+        assert titles == ["Read hello.txt", f"{BASH} (in {workspace})"]
 
 
 @pytest.mark.slow

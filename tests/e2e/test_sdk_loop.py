@@ -38,7 +38,7 @@ async def test_direct_mode_runs_slash_commands_through_the_pipeline(
 
         assert await run.prompt(session_id, "/bash echo hi") == "end_turn"
         (bash,) = client.tool_calls()
-        assert bash["title"] == "echo hi" and bash["kind"] == "execute"
+        assert bash["title"] == f"echo hi (in {workspace})" and bash["kind"] == "execute"
         # The default shell policy allows echo: the runner judged it, nobody was asked.
         assert client.calls("session/request_permission") == []
         final = client.final(bash["toolCallId"])

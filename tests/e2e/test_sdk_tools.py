@@ -55,7 +55,7 @@ async def test_bash_runs_in_the_client_terminal_and_is_released_after_the_final_
 
         (call,) = client.tool_calls()
         call_id = call["toolCallId"]
-        assert call["kind"] == "execute" and call["title"] == command
+        assert call["kind"] == "execute" and call["title"] == f"{command} (in {workspace})"
         assert call["status"] == "pending"
         (create,) = client.calls("terminal/create")
         # The editor runs acpd's sandbox launcher around `bash -c COMMAND`.
@@ -130,7 +130,7 @@ async def test_each_permission_option(
         assert await run.prompt(session_id, "run them") == "end_turn"
 
         asked = client.calls("session/request_permission")
-        titles = [a["toolCall"]["title"] for a in asked]
+        titles = [a["toolCall"]["title"].rsplit(" (in ", 1)[0] for a in asked]
         if option.endswith("_always"):
             assert titles == [same, other]
         else:
@@ -138,7 +138,10 @@ async def test_each_permission_option(
         for request in asked:
             assert [o["kind"] for o in request["options"]] == PERMISSION_KINDS
             assert request["toolCall"]["kind"] == "execute"
-            assert request["toolCall"]["rawInput"] == {"command": request["toolCall"]["title"]}
+            call = request["toolCall"]
+            assert call["title"] == f"{call['rawInput']['command']} (in {workspace})"
+            assert call["rawInput"] == {"command": call["rawInput"]["command"],
+                                        "cwd": str(workspace), "timeout": 120.0}
 
         calls = client.tool_calls()
         assert len(calls) == 3

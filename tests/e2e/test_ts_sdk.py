@@ -89,13 +89,14 @@ def test_typescript_sdk_client_end_to_end(
     assert read["finals"] == [
         {"status": "completed", "text": "hello from the workspace\n", "terminals": []}
     ]
-    assert (bash["title"], bash["kind"]) == (BASH, "execute")
+    assert (bash["title"], bash["kind"]) == (f"{BASH} (in {workspace})", "execute")
     (bash_final,) = bash["finals"]
     assert bash_final["status"] == "completed"
     assert bash_final["text"].startswith("ts-bash\nhello.txt\nsrc\n")
     assert len(bash_final["terminals"]) == 1
     assert prompt["permissions"] == [
-        {"title": BASH, "kinds": ["allow_once", "allow_always", "reject_once", "reject_always"]}
+        {"title": f"{BASH} (in {workspace})",
+         "kinds": ["allow_once", "allow_always", "reject_once", "reject_always"]}
     ]
     calls = prompt["terminalCalls"]
     assert calls[0] == "terminal/create" and calls.count("terminal/release") == 1
@@ -115,7 +116,8 @@ def test_typescript_sdk_client_end_to_end(
 
     load = summary["load"]
     assert load["firstText"] == "read hello.txt and run bash"
-    assert load["toolCallTitles"] == ["Read hello.txt", BASH, TREE]
+    assert load["toolCallTitles"] == ["Read hello.txt", f"{BASH} (in {workspace})",
+                                      f"{TREE} (in {workspace})"]
     assert load["terminalContent"] == 0
     assert load["kinds"].count("user_message_chunk") == 2
 

@@ -41,7 +41,8 @@ async def test_each_option_is_audited_with_who_approved(
         session_id = await run.open_session()
         assert await run.prompt(session_id, "go") == "end_turn"
         asked = client.calls("session/request_permission")
-        assert [a["toolCall"]["title"] for a in asked] == (
+        # The card's title is the command and where it runs.
+        assert [a["toolCall"]["title"].rsplit(" (in ", 1)[0] for a in asked] == (
             [ASKS] * (1 if option.endswith("always") else 2))
     lines = audit(data_dir)
     assert [line["name"] for line in lines] == ["read", "bash", "bash"]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from acpd.tools.fs import FileToolsConfig
+from acpd.tools.spec import DiffItem, TextItem
 from tests.tools.conftest import SECRET, ResolverKind, Tools, make_ctx, snapshot
 
 
@@ -235,5 +236,8 @@ def test_dotenv_case_variants_under_deny_read(ws: Path, resolver: ResolverKind) 
     assert tools("read", path=".env.example").text == "API_KEY=\n"
     # Writing is not reading: a denied file may be replaced, but its old text is not shown.
     written = tools("write", path=".ENV", content="API_KEY=new\n")
-    assert written.content[0].old_text is None  # type: ignore[union-attr]
+    diff, note = written.content
+    assert isinstance(diff, DiffItem) and diff.old_text is not None
+    assert "API_KEY" not in diff.old_text and diff.new_text == "API_KEY=new\n"
+    assert isinstance(note, TextItem) and "not shown" in note.text and "API_KEY" not in note.text
     assert not (ws / "leak.txt").exists()

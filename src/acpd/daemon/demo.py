@@ -25,6 +25,7 @@ from rich.text import Text
 
 import acpd
 from acpd.daemon.demo_client import AcpClient, AgentError, AgentExited, ClientEvent
+from acpd.daemon.demo_lockdown import ActFailed, plugin_config, second_act
 
 PROMPT = (
     "Give me a quick tour of this project: what is in it, how big it is, and what is left to do."
@@ -95,18 +96,22 @@ def run_demo(script: str | None, workspace: str | None, *, terminal: bool = True
         root = Path(workspace).resolve() if workspace else make_workspace(scratch / "workspace")
         # An empty config and a throwaway data dir: the demo must not depend on (or write
         # into) the user's own setup.
-        (scratch / "config.toml").write_text("", encoding="utf-8")
+        # Only the plugin directory it watches, for the second act (demo_lockdown.py).
+        plugins = scratch / "plugins" if script is None else None
+        config = plugin_config(plugins) if plugins is not None else ""
+        (scratch / "config.toml").write_text(config, encoding="utf-8")
         argv = [
             sys.executable, "-m", "acpd", "serve",
             "--model", f"scripted:{script_path}",
             "--config", str(scratch / "config.toml"),
             "--data-dir", str(scratch / "data"),
         ]
-        return anyio.run(_drive, argv, root, terminal, console, workspace is None)
+        return anyio.run(_drive, argv, root, terminal, console, workspace is None, plugins)
 
 
 async def _drive(
-    argv: list[str], root: Path, terminal: bool, console: Console, temporary: bool
+    argv: list[str], root: Path, terminal: bool, console: Console, temporary: bool,
+    plugins: Path | None = None,
 ) -> int:
     view = SessionView(console)
     failure: Exception | None = None
@@ -138,7 +143,11 @@ async def _drive(
                     stop = await client.prompt(session_id, PROMPT)
                 view.flush_message()
                 view.finish(stop, time.perf_counter() - started)
-        except (AgentError, AgentExited, TimeoutError, OSError) as exc:
+                if plugins is not None:
+                    started = time.perf_counter()
+                    stop = await second_act(client, session_id, view, console, plugins)
+                    view.finish(stop, time.perf_counter() - started)
+        except (AgentError, AgentExited, TimeoutError, OSError, ActFailed) as exc:
             failure = exc
     if failure is None:
         return 0
@@ -303,6 +312,20 @@ class SessionView:
             self._line(Text.assemble(
                 f"  {self.glyph['editor']} ", ("editor      ", "blue"), event.text,
             ))
+
+    def user_action(self, text: str) -> None:
+        """What the demo does as the user, between prompts."""
+        self._line(Text.assemble(("  ! ", "bold"), ("you         ", "bold cyan"), text))
+
+    def policy_reloaded(self, params: dict[str, Any]) -> None:
+        """The daemon's `_acpd/policy_reloaded` notification, as an acpd-aware editor shows it."""
+        self._line(Text.assemble(
+            f"  {self.glyph['editor']} ", ("editor told ", "blue"),
+            f"_acpd/policy_reloaded: policy {str(params.get('hash', ''))[:12]} in force",
+        ))
+        summary = params.get("summary")
+        if isinstance(summary, str):
+            self.console.print(Padding(Text(summary, style="yellow"), (0, 0, 0, 4)))
 
     def finish(self, stop: str, seconds: float) -> None:
         done = sum(1 for c in self.cards.values() if c.get("status") == "completed")

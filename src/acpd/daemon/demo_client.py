@@ -105,6 +105,10 @@ class AcpClient:
         self._closed = anyio.Event()
         self._stderr_done = anyio.Event()
         self.terminals = TerminalHost(task_group, self.root, self._emit)
+        self.notifications: list[tuple[str, Any]] = []
+        """Every notification other than `session/update` ((method, params), in order):
+        acpd's extensions, such as `_acpd/policy_reloaded`."""
+        self._notified = anyio.Event()
         self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "fs/read_text_file": self._read_text_file,
             "fs/write_text_file": self._write_text_file,
@@ -210,6 +214,22 @@ class AcpClient:
             raise AgentError(method, pending.error)
         return pending.result
 
+    async def next_notification(
+        self, method: str, accept: Callable[[Any], bool] = lambda _p: True,
+        within: float = 10.0, *, after: int = 0,
+    ) -> Any:
+        """The params of the first `method` notification from index `after` on that `accept`
+        takes, waiting for it up to `within` seconds. Raises TimeoutError or AgentExited."""
+        with anyio.fail_after(within):
+            while True:
+                for name, params in self.notifications[after:]:
+                    if name == method and accept(params):
+                        return params
+                if self._closed.is_set():
+                    raise self._exited()
+                self._notified = anyio.Event()
+                await self._notified.wait()
+
     async def notify(self, method: str, params: Any) -> None:
         await self._send(jsonrpc.notification(method, params))
 
@@ -240,6 +260,7 @@ class AcpClient:
                         await self._dispatch(jsonrpc.parse_line(frame.data))
         finally:
             self._closed.set()
+            self._notified.set()
             for pending in self._pending.values():
                 pending.agent_exited = True
                 pending.done.set()
@@ -259,6 +280,9 @@ class AcpClient:
                 callback = self._listeners.get(session_id, self._on_update)
                 if callback is not None and isinstance(update, dict):
                     callback(session_id, update)
+            else:
+                self.notifications.append((message.method, message.params))
+                self._notified.set()
         elif isinstance(message, jsonrpc.Request):
             self._tg.start_soon(self._answer, message)
 

@@ -63,8 +63,11 @@ def _content(item: ContentItem) -> acp.ToolCallContent:
         text = item.text
         return acp.text_content(redact_text(text) if len(text) <= SCRUBBED_TEXT_CHARS else text)
     if isinstance(item, DiffItem):
+        # Both sides scrubbed alike (a diff is bounded: tools/preview.py), so a credential the
+        # file holds shows as the same placeholder on each side and the change stays visible.
+        old = redact_text(item.old_text) if item.old_text is not None else None
         return acp.DiffToolCallContent(
-            path=item.path, old_text=item.old_text, new_text=item.new_text
+            path=item.path, old_text=old, new_text=redact_text(item.new_text)
         )
     assert isinstance(item, TerminalItem)
     return acp.TerminalToolCallContent(terminal_id=item.terminal_id)

@@ -35,6 +35,7 @@ from acpd.tools.execution import close_card, execute
 from acpd.tools.output import OutputStage
 from acpd.tools.overflow import OverflowAccess
 from acpd.tools.permissions import PermissionAnswer, ToolPolicy, approval_key
+from acpd.tools.preview import expecting, preview_call
 from acpd.tools.quota import QUOTA_BLOCKED
 from acpd.tools.registry import ToolRegistry
 from acpd.tools.retry import RetryPolicy
@@ -214,6 +215,7 @@ class ToolPipeline:
             call.id, _title(spec, parsed), spec.kind, "pending",
             locations=_locations(spec, parsed, env.cwd), raw_input=args,
         )
+        expected = await self._preview(call, spec, parsed, view, env, decision.verdict)
         await env.observer.publish(view, first=True)
         if decision.verdict == "deny":
             err = ToolError(ErrorCategory.POLICY_BLOCKED, decision.reason)
@@ -221,8 +223,9 @@ class ToolPipeline:
             return await self._close_refused(call, spec, view, env, err, shown)
         if decision.verdict == "ask":
             if decision.shell is not None:
-                # The prompt says why it asks: the policy's reasons beside the real command.
-                view.content = [TextItem(decision.reason)]
+                # The prompt says why it asks: the policy's reasons beside the real command
+                # (after the preview: editors look for a diff first).
+                view.content = [*view.content, TextItem(decision.reason)]
             refused = await self._ask(call, spec, view, env, key)
             if refused is not None:
                 return refused
@@ -230,7 +233,27 @@ class ToolPipeline:
             call.approved_by = decision.approved_by
         view.status = "in_progress"
         await env.observer.publish(view, first=False)
-        return await execute(self, call, spec, parsed, view, env)
+        return await execute(self, call, expecting(spec, expected), parsed, view, env)
+
+    async def _preview(
+        self, call: Call, spec: ToolSpec, parsed: Any, view: ToolCallView, env: CallEnv,
+        verdict: str,
+    ) -> object | None:
+        """Fill the pending card with the tool's preview (tools/preview.py); returns what the
+        tool must re-check before it acts."""
+        if spec.preview is None:
+            return None
+        try:
+            # A refused call gets the cheap part only (bash's title and rawInput): nothing of
+            # a file is read for a call that will not run.
+            shown = await preview_call(spec, parsed, call.id, env, asking=verdict == "ask")
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):  # every call the model made gets its card
+                await env.observer.publish(view, first=True)
+                err = ToolError(ErrorCategory.CANCELLED, "cancelled before it ran")
+                await self._close_refused(call, spec, view, env, err, "Cancelled before it ran.")
+            raise
+        return shown.apply(view) if shown is not None else None
 
     async def _ask(
         self, call: Call, spec: ToolSpec, view: ToolCallView, env: CallEnv, key: str

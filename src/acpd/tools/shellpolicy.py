@@ -27,6 +27,7 @@ import anyio
 
 if TYPE_CHECKING:
     from acpd.policy.decision import Decision
+    from acpd.policy.engine import CompiledPolicy
     from acpd.policy.reload import PolicyHandle, ReloadReport
     from acpd.tools.spec import ToolSpec
 
@@ -212,24 +213,34 @@ class ShellPolicies:
                                              stop_event=entry.stop, ready=True):
                 if not changes and not await entry.handle.astale():
                     continue
+                before = entry.handle.current
                 report = await entry.handle.arebuild()
-                await self._reported(entry, report)
+                await self._reported(entry, report, before)
         except Exception:  # the daemon goes on with the last good policy
             log.exception("the shell policy watcher stopped")
         finally:
             entry.watching = False
 
-    async def _reported(self, entry: _Entry, report: ReloadReport) -> None:
+    async def _reported(
+        self, entry: _Entry, report: ReloadReport, before: CompiledPolicy | None = None
+    ) -> None:
+        params = reload_params(report)
         if report.kept_last_good and report.errors:
             line = ("The shell policy was not fully reloaded; the last good version stays in "
                     "force: " + "; ".join(report.errors))[:2000]
             for session_id in entry.sessions:
                 entry.notices[session_id] = line
         else:
+            # A change is told in words too (tools/policy_change.py), owed to each session.
+            told = _changed_line(before, entry.handle.current) if report.changed else None
             for session_id in entry.sessions:
                 entry.notices.pop(session_id, None)
+                if told is not None:
+                    entry.notices[session_id] = told
+            if told is not None:
+                params["summary"] = told
         if self._notify is not None:
-            await self._notify("_acpd/policy_reloaded", reload_params(report))
+            await self._notify("_acpd/policy_reloaded", params)
 
     def take_notice(self, session_id: str) -> str | None:
         """The error lines owed to a session (once), shown to it at its next turn."""
@@ -264,6 +275,14 @@ class ShellPolicies:
 
     def handles(self) -> Sequence[PolicyHandle]:
         return [entry.handle for entry in self._entries.values()]
+
+
+def _changed_line(before: CompiledPolicy | None, after: CompiledPolicy) -> str | None:
+    if before is None or before.hash == after.hash:
+        return None
+    from acpd.tools.policy_change import describe_change
+
+    return describe_change(before.policy, after.policy, before.hash, after.hash)
 
 
 def reload_params(report: ReloadReport) -> dict[str, Any]:

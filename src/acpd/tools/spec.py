@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
     from acpd.tools.capabilities import CommandRunner, FileSystem
     from acpd.tools.overflow import OverflowAccess
+    from acpd.tools.preview import PreviewFn
 
 ToolKind = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
@@ -116,6 +117,9 @@ class ToolContext:
     covered; anything else that would ask is refused at run time."""
     elicit: Elicit | None = None
     """Ask the user for values with a form in the editor; None when the editor has none."""
+    expected: object | None = None
+    """What the user was shown before approving (tools/preview.py): the tool re-checks it
+    before it acts and refuses to act on a stale approval."""
 
 
 Executor = Callable[[Any, ToolContext], Awaitable[ToolOutput]]
@@ -187,6 +191,9 @@ class ToolSpec:
     precheck: Callable[[Any], None] | None = None
     """Called with the validated arguments before the policy decision; raises ToolError to
     refuse a call that can never run (fetch: a URL the SSRF wall refuses without I/O)."""
+    preview: PreviewFn | None = None
+    """What the card shows before the call runs (a diff, what a delete takes away, the
+    command and its directory): see tools/preview.py."""
 
     def input_schema(self) -> dict[str, Any]:
         """The restricted JSON Schema (see tools/schema.py); raises SchemaError outside it."""

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from acpd.tools.capabilities import Cleanup, CommandRequest, CommandResult
 from acpd.tools.errors import ErrorCategory, ToolError, classify_exit
+from acpd.tools.preview import Preview
 from acpd.tools.spec import (
     ContentItem,
     Effect,
@@ -88,6 +89,22 @@ async def bash(args: BashParams, ctx: ToolContext) -> ToolOutput:
     except OSError as exc:
         raise ToolError(ErrorCategory.PERMANENT_FAILURE, f"cannot start bash: {exc}") from None
     return shell_output(result, request.timeout)
+
+
+def card_title(command: str, cwd: str) -> str:
+    """The card's title: the command as it will run (cut past 200 characters, said with
+    "...") and the directory it runs in."""
+    shown = command if len(command) <= 200 else command[:197] + "..."
+    return f"{shown} (in {cwd})"
+
+
+async def preview(args: BashParams, ctx: ToolContext, _asking: bool) -> Preview:
+    """The command, its directory and its timeout on the card while it waits (and after)."""
+    timeout = args.timeout or ctx.shell_timeout
+    return Preview(
+        title=card_title(args.command, ctx.cwd),
+        raw_input={"command": args.command, "cwd": ctx.cwd, "timeout": timeout},
+    )
 
 
 def shell_output(result: CommandResult, timeout: float) -> ToolOutput:
@@ -179,5 +196,6 @@ SPECS = [
                        "sandbox", "sandbox_notes"}),
         ),
         output_model=ShellOutputEnvelope,
+        preview=preview,
     ),
 ]

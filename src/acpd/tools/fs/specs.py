@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from acpd.tools.fs import mutating, reading, searching, writing
+from acpd.tools.fs import mutating, previews, reading, searching, writing
 from acpd.tools.fs.config import FileToolsConfig
 from acpd.tools.fs.params import (
     EditParams,
@@ -21,6 +21,7 @@ from acpd.tools.fs.params import (
     SourceDestinationParams,
     WriteParams,
 )
+from acpd.tools.preview import Preview, PreviewFn
 from acpd.tools.spec import (
     Effect,
     Executor,
@@ -49,6 +50,18 @@ def _bind(impl: Impl[P], cfg: FileToolsConfig, tool_id: str, name: str) -> Execu
     return execute
 
 
+def _bind_preview(impl: Callable[..., Awaitable[Preview]], cfg: FileToolsConfig, tool_id: str,
+                  name: str) -> PreviewFn:
+    """The preview under the same path policy as the call (see `_bind`)."""
+    async def preview(args: Any, ctx: ToolContext, asking: bool) -> Preview:
+        if cfg.paths is None:
+            return await impl(args, ctx, cfg, asking)
+        guard = await cfg.paths.guard(ctx, tool_id, name, cfg.roots_for(ctx))
+        return await impl(args, ctx, dataclasses.replace(cfg, guard=guard), asking)
+
+    return preview
+
+
 def _at(*fields: str) -> Callable[[Any, str], list[str]]:
     def locations(args: Any, cwd: str) -> list[str]:
         return [os.path.normpath(os.path.join(cwd, getattr(args, f))) for f in fields]
@@ -64,6 +77,7 @@ def make_fs_specs(cfg: FileToolsConfig | None = None) -> list[ToolSpec]:
     def spec(
         name: str, description: str, params: type[BaseModel], effect: Effect, impl: Impl[Any],
         title: Callable[[Any], str], *fields: str, logged: tuple[str, ...] = (),
+        preview: Callable[..., Awaitable[Preview]] | None = None,
     ) -> ToolSpec:
         """`fields` are the paths (the call's locations); the audit log keeps them and the
         `logged` arguments, and only the size of any other (content, edit strings)."""
@@ -72,6 +86,7 @@ def make_fs_specs(cfg: FileToolsConfig | None = None) -> list[ToolSpec]:
             effect=effect, kind=kind_for(name), execute=_bind(impl, cfg, f"core__{name}", name),
             title=title,
             locations=_at(*fields), redaction=redaction((*fields, *logged), LOGGED_RESULT),
+            preview=_bind_preview(preview, cfg, f"core__{name}", name) if preview else None,
         )
 
     return [
@@ -89,19 +104,24 @@ def make_fs_specs(cfg: FileToolsConfig | None = None) -> list[ToolSpec]:
              lambda a: f"Grep {a.pattern!r} in {a.path}", "path",
              logged=("pattern", "case_sensitive")),
         spec("write", "Create or overwrite a file with the given content.",
-             WriteParams, rw, writing.write, lambda a: f"Write {a.path}", "path"),
+             WriteParams, rw, writing.write, lambda a: f"Write {a.path}", "path",
+             preview=writing.preview_write),
         spec("edit", "Replace one exact, unique occurrence of old_string with new_string.",
-             EditParams, rw, writing.edit, lambda a: f"Edit {a.path}", "path"),
+             EditParams, rw, writing.edit, lambda a: f"Edit {a.path}", "path",
+             preview=writing.preview_edit),
         spec("create_directory", "Create a directory, including missing parents.",
              PathParams, rw, mutating.create_directory,
-             lambda a: f"Create directory {a.path}", "path"),
+             lambda a: f"Create directory {a.path}", "path",
+             preview=previews.preview_create_directory),
         spec("delete_path", "Delete a file or a directory (recursively); symlinks are removed, "
              "not followed.", PathParams, rw, mutating.delete_path,
-             lambda a: f"Delete {a.path}", "path"),
+             lambda a: f"Delete {a.path}", "path", preview=previews.preview_delete),
         spec("move_path", "Move or rename a file or directory; the destination must not exist.",
              SourceDestinationParams, rw, mutating.move_path,
-             lambda a: f"Move {a.source} to {a.destination}", "source", "destination"),
+             lambda a: f"Move {a.source} to {a.destination}", "source", "destination",
+             preview=previews.preview_move),
         spec("copy_path", "Copy a file or directory; symlinks are copied as symlinks.",
              SourceDestinationParams, rw, mutating.copy_path,
-             lambda a: f"Copy {a.source} to {a.destination}", "source", "destination"),
+             lambda a: f"Copy {a.source} to {a.destination}", "source", "destination",
+             preview=previews.preview_copy),
     ]
