@@ -163,7 +163,8 @@ async def test_confirm_every_command_is_a_stored_boolean_that_makes_bash_ask(
         assert shown["confirm_commands"]["currentValue"] is True
         assert await run.prompt(session_id, "run it again") == "end_turn"
         [asked] = client.calls("session/request_permission")
-        assert asked["toolCall"]["title"] == BASH
+        assert asked["toolCall"]["title"].startswith(f"{BASH} (in ")
+        assert asked["toolCall"]["rawInput"]["command"] == BASH
         with pytest.raises(RequestError) as caught:
             await run.raw("session/set_config_option", {
                 "sessionId": session_id, "configId": "confirm_commands", "value": "maybe"})
