@@ -83,7 +83,8 @@ def initialize_result(params: Any) -> tuple[dict[str, Any], ClientCaps]:
         "agentCapabilities": {
             "loadSession": True,
             "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
-            "mcpCapabilities": {"http": False, "sse": False},
+            # stdio always; both HTTP transports through the mcp SDK (acpd/mcpclient).
+            "mcpCapabilities": {"http": True, "sse": True},
             "sessionCapabilities": {"list": {}, "delete": {}, "resume": {}, "close": {}},
         },
         "authMethods": [],

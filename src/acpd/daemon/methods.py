@@ -25,6 +25,7 @@ from acpd.daemon.prompting import run_prompt
 from acpd.daemon.rpc import Connection, Reply
 from acpd.daemon.session import Session
 from acpd.daemon.store import BadCursor, SessionRow
+from acpd.mcpclient.hub import McpSessions
 from acpd.protocol import acp
 from acpd.protocol.errors import invalid_params
 from acpd.providers.base import Message
@@ -60,6 +61,8 @@ class SessionMethods:
         """Set when the daemon stops: no new session work starts."""
         self.groups = ProcessGroups()
         """The local commands running for this connection (all ended by its stop)."""
+        self.mcp = McpSessions(rt.config.mcp, conn.start_soon, self.groups)
+        """The sessions' MCP servers (acpd/mcpclient), started at their first prompt."""
         self.table: dict[str, Callable[[Any], Awaitable[Any]]] = {
             "session/new": self.new_session,
             "session/load": self.load_session,
@@ -84,6 +87,7 @@ class SessionMethods:
         self.stopping = True
         for session in list(self.sessions.values()):
             session.close()
+        await self.mcp.stop_all()
         await self.groups.stop()
         with anyio.move_on_after(grace):
             for session in list(self.sessions.values()):
@@ -95,16 +99,20 @@ class SessionMethods:
         req = acp.NewSessionRequest.model_validate(params)
         rt = self.rt
         _check_cwd(req.cwd)
+        servers = self.mcp.parse(req.mcp_servers)
         session_id = f"sess_{uuid.uuid4().hex}"
         model = rt.config.agent.model
         rt.store.create(session_id, req.cwd, rt.config.agent.default_mode, model)
         session = self._open(session_id, req.cwd, rt.config.agent.default_mode, model)
+        session.tools.extra = await self.mcp.attach(session_id, req.cwd, servers, session.say)
         return Reply({"sessionId": session_id, **self._state(session)}, self._announce(session))
 
     async def load_session(self, params: Any) -> dict[str, Any]:
         """Replay the whole history, the commands included, and only then answer."""
         req = acp.LoadSessionRequest.model_validate(params)
+        servers = self.mcp.parse(req.mcp_servers)
         session, _ = self._reopen(req.session_id, req.cwd)
+        session.tools.extra = await self.mcp.attach(session.id, req.cwd, servers, session.say)
         for update in self.rt.store.updates(session.id):
             await session.send(update)
         await self._announce(session)()
@@ -112,7 +120,9 @@ class SessionMethods:
 
     async def resume_session(self, params: Any) -> Reply:
         req = acp.ResumeSessionRequest.model_validate(params)
+        servers = self.mcp.parse(req.mcp_servers)
         session, closed = self._reopen(req.session_id, req.cwd)
+        session.tools.extra = await self.mcp.attach(session.id, req.cwd, servers, session.say)
         announce = self._announce(session)
 
         async def then() -> None:
@@ -159,6 +169,7 @@ class SessionMethods:
         session.close()
         await session.idle.wait()
         self.sessions.pop(session.id, None)
+        await self.mcp.detach(session.id)
         return {}
 
     async def delete_session(self, params: Any) -> dict[str, Any]:
@@ -167,6 +178,7 @@ class SessionMethods:
         if live is not None:
             live.close()
             await live.idle.wait()
+        await self.mcp.detach(session_id)
         # ACP: deleting a session that does not exist SHOULD succeed silently.
         self.rt.store.delete(session_id)
         return {}

@@ -38,6 +38,8 @@ async def run_prompt(
                 scope.cancel()
             # The user may have edited files since the last turn: no cached result survives.
             env.state.cache.invalidate()
+            if env.state.extra is not None:  # MCP servers start at the first prompt
+                await env.state.extra.prepare()
             stop = await _dispatch(session, prompt_text(blocks), rt, env)
         # Once a cancel was asked for, the answer is "cancelled" even if the turn reached its
         # end before it noticed (ACP: never report a cancelled turn as finished).
