@@ -143,7 +143,8 @@ async def test_a_crash_mid_call_is_a_server_error_and_the_next_call_restarts(rig
         with pytest.raises(ToolError) as crashed:
             await run(servers, "mcp__srv__crash", {})
         assert crashed.value.category is ErrorCategory.SERVER_ERROR
-        assert "status 3" in crashed.value.message and "crashing on purpose" in crashed.value.message
+        message = crashed.value.message
+        assert "status 3" in message and "crashing on purpose" in message
         assert (await run(servers, "mcp__srv__echo", {"text": "again"})).text == "echo: again"
         for _ in range(2):  # the second restart is the last
             with pytest.raises(ToolError):
