@@ -233,3 +233,67 @@ def test_names_are_sanitized_and_collisions_get_suffixes() -> None:
     assert len(long) <= 64 and long.startswith("mcp__my_server__")
     assert names.tool_name("s", "a__b", set()) == "mcp__s__a_b"
     assert os.path.basename(long) == long
+
+
+async def test_a_server_that_never_answers_is_given_up_within_start_timeout(rig: Rig) -> None:
+    marker = sleep_marker()
+    hung = ServerParams("hung", "stdio", command="sleep", args=(marker,))
+    servers = rig.servers(hung, stdio(), config=McpConfig(start_timeout=3))
+    await servers.prepare()
+    try:
+        told = "".join(rig.said)
+        assert "'hung'" in told and "did not start within 3 s" in told, told
+        assert await wait_unmarked(marker) == []
+        assert servers.resolve("mcp__srv__echo") is not None
+    finally:
+        await servers.stop()
+
+
+async def test_a_cancelled_start_is_waited_for_again_by_the_next_prepare(rig: Rig) -> None:
+    servers = rig.servers(stdio("bad", "broken"), stdio())
+    with anyio.move_on_after(0.01):
+        await servers.prepare()
+    try:
+        await servers.prepare()
+        assert servers.resolve("mcp__srv__echo") is not None
+        assert "".join(rig.said).count("'bad'") == 1
+    finally:
+        await servers.stop()
+
+
+async def test_a_cancelled_call_leaves_the_server_usable(rig: Rig) -> None:
+    servers = rig.servers(stdio())
+    await servers.prepare()
+    try:
+        with anyio.move_on_after(1) as scope:
+            await run(servers, "mcp__srv__slow", {"seconds": 60})
+        assert scope.cancelled_caught
+        assert (await run(servers, "mcp__srv__echo", {"text": "x"})).text == "echo: x"
+    finally:
+        await servers.stop()
+
+
+async def test_garbage_and_a_huge_line_on_stdout_do_not_hang_or_grow_without_bound(
+    rig: Rig, tmp_path: Path
+) -> None:
+    noisy = tmp_path / "noisy.py"
+    noisy.write_text(
+        "import sys, runpy\n"
+        "sys.stdout.write('not json at all\\n'); sys.stdout.flush()\n"
+        "sys.argv = ['server', 'stdio']\n"
+        "runpy.run_module('tests.mcp.server', run_name='__main__')\n"
+    )
+    flood = tmp_path / "flood.py"
+    flood.write_text("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n")
+    env = (("PYTHONPATH", str(REPO)),)
+    servers = rig.servers(
+        ServerParams("noisy", "stdio", command=sys.executable, args=(str(noisy),), env=env),
+        ServerParams("flood", "stdio", command=sys.executable, args=(str(flood),)),
+        config=McpConfig(start_timeout=20),
+    )
+    await servers.prepare()
+    try:
+        assert (await run(servers, "mcp__noisy__echo", {"text": "y"})).text == "echo: y"
+        assert "'flood'" in "".join(rig.said)
+    finally:
+        await servers.stop()

@@ -26,7 +26,7 @@ from mcp.client.session import ClientSession
 import acpd
 from acpd.mcpclient.results import clean, error_of, output_of
 from acpd.mcpclient.servers import ServerParams
-from acpd.mcpclient.stdio import Child, Streams, stdio_transport
+from acpd.mcpclient.stdio import Child, Streams, end_tree, stdio_transport
 from acpd.tools.errors import ErrorCategory, ToolError
 from acpd.tools.spec import ToolOutput
 
@@ -56,6 +56,8 @@ class ServerConnection:
         """Why it is gone after it started."""
         self.stale = False
         self._stop = anyio.Event()
+        self._scope = anyio.CancelScope()
+        """Cancelled by stop() while starting: a server that never answers `initialize`."""
         self._done = anyio.Event()
         self._children: list[Child] = []
         self._on_child = on_child
@@ -66,14 +68,15 @@ class ServerConnection:
     async def run(self) -> None:
         """The connection's task: never raises (see the module docstring)."""
         try:
-            async with self._transport() as (read, write), ClientSession(
-                read, write, message_handler=self._on_message, client_info=CLIENT,
-            ) as session:
-                await session.initialize()
-                self.tools = await list_tools(session)
-                self.session = session
-                self.ready.set()
-                await self._stop.wait()
+            with self._scope:
+                async with self._transport() as (read, write), ClientSession(
+                    read, write, message_handler=self._on_message, client_info=CLIENT,
+                ) as session:
+                    await session.initialize()
+                    self.tools = await list_tools(session)
+                    self.session = session
+                    self.ready.set()
+                    await self._stop.wait()
         except anyio.get_cancelled_exc_class():
             raise
         except BaseException as exc:  # groups included: nothing may escape this task
@@ -113,9 +116,15 @@ class ServerConnection:
             async with sse_client(p.url, headers=headers) as (read, write):
                 yield read, write
 
-    async def stop(self) -> None:
-        """End the connection and wait for it (the transport stops the process tree)."""
+    async def stop(self, *, fast: bool = False) -> None:
+        """End the connection and wait for it (the transport stops the process tree: stdin
+        closed, a grace, then TERM and KILL). `fast` (the daemon stops): TERM at once."""
+        if fast:
+            for child in self._children:
+                await end_tree(child.pid)
         self._stop.set()
+        if not self.ready.is_set():
+            self._scope.cancel()
         await self._done.wait()
 
     def _reason(self, exc: BaseException) -> str:

@@ -71,6 +71,9 @@ class SessionServers:
         self._restarts: dict[str, int] = {}
         self._lock = anyio.Lock()
         self._started = False
+        self._pending: dict[str, ServerConnection] = {}
+        """Started, not yet ready or failed: a prepare() cancelled while it waited leaves
+        them here, and the next one waits again (and tells, and lists)."""
         self.closed = False
         taken: set[str] = set()
         for p in servers:
@@ -93,18 +96,20 @@ class SessionServers:
             if not self._started:
                 self._started = True
                 await self._start(list(self.params))
+            await self._settle()
             await self._refresh_stale()
 
-    async def stop(self) -> None:
-        """End every server and its process tree (idempotent)."""
+    async def stop(self, *, fast: bool = False) -> None:
+        """End every server and its process tree (idempotent). `fast`: no grace first."""
         self.closed = True
-        conns = list(self.conns.values())
+        conns = [*self.conns.values(), *self._pending.values()]
         self.conns.clear()
+        self._pending.clear()
         self.specs.clear()
         with anyio.CancelScope(shield=True):
             async with anyio.create_task_group() as tg:
-                for conn in conns:
-                    tg.start_soon(conn.stop)
+                for conn in dict.fromkeys(conns):
+                    tg.start_soon(lambda c=conn: c.stop(fast=fast))
 
     # --- start ------------------------------------------------------------------------------
 
@@ -116,25 +121,34 @@ class SessionServers:
         from acpd.mcpclient.connection import ServerConnection
 
         for name in server_names:
+            if self.closed:
+                return
             conn = ServerConnection(
                 self.params[name], self.cwd, on_child=lambda c: self._groups.add(c.pid),
                 on_exit=lambda c: self._groups.discard(c.pid),
             )
-            self.conns[name] = conn
+            self._pending[name] = conn
             self._spawn(conn.run)
-        for name in server_names:
-            await self._await_ready(name)
+        await self._settle()
+
+    async def _settle(self) -> None:
+        """Wait for the pending servers (each within start_timeout of this wait), then list
+        the tools of those that came up."""
+        for name, conn in list(self._pending.items()):
+            await self._await_ready(name, conn)
+            if self._pending.get(name) is conn:
+                del self._pending[name]
+                if conn.failure is None and not self.closed:
+                    self.conns[name] = conn
         self._rebuild()
 
-    async def _await_ready(self, name: str) -> None:
-        conn = self.conns[name]
+    async def _await_ready(self, name: str, conn: ServerConnection) -> None:
         with anyio.move_on_after(self.config.start_timeout):
             await conn.ready.wait()
         if not conn.ready.is_set():
             conn.failure = f"it did not start within {self.config.start_timeout:g} s"
             await conn.stop()
-        if conn.failure is not None:
-            self.conns.pop(name, None)
+        if conn.failure is not None and not self.closed:
             where = self.params[name].describe()
             await self._tell_once(name, f"[acpd] The MCP server {name!r} ({where}) could not "
                                         f"start: {conn.failure}. The session goes on without "
@@ -161,6 +175,7 @@ class SessionServers:
             return None
         self._restarts[name] = used + 1
         if old is not None:
+            self.conns.pop(name, None)
             await old.stop()
         self._told.discard(name)  # a restart that fails is worth telling
         await self._start([name])
@@ -286,4 +301,4 @@ class McpSessions:
         with anyio.CancelScope(shield=True):
             async with anyio.create_task_group() as tg:
                 for servers in live:
-                    tg.start_soon(servers.stop)
+                    tg.start_soon(lambda s=servers: s.stop(fast=True))

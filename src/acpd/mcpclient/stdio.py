@@ -101,16 +101,20 @@ async def _read_stdout(
     process: anyio.abc.Process, sink: MemoryObjectSendStream[SessionMessage | Exception]
 ) -> None:
     assert process.stdout is not None
-    buffer = b""
+    buffer = bytearray()
     async with sink:
         with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError,
                                  anyio.BrokenResourceError, OSError):
             async for chunk in process.stdout:
                 buffer += chunk
-                if len(buffer) > MAX_LINE and b"\n" not in buffer:
-                    await sink.send(ValueError(f"a line from the server passed {MAX_LINE} bytes"))
-                    return
-                *lines, buffer = buffer.split(b"\n")
+                if b"\n" not in chunk:  # split only when a line ended: no quadratic rescans
+                    if len(buffer) > MAX_LINE:
+                        await sink.send(ValueError(f"a line from the server passed {MAX_LINE} "
+                                                   "bytes; the connection is closed"))
+                        return
+                    continue
+                *lines, rest = bytes(buffer).split(b"\n")
+                buffer = bytearray(rest)
                 for line in lines:
                     if line.strip():
                         await sink.send(_parse(line))
@@ -159,7 +163,19 @@ async def stop_child(child: Child) -> None:
             await anyio.sleep(0.02)
     await end_tree(child.pid)
     with anyio.move_on_after(KILL_GRACE):
-        await process.wait()
+        while process.returncode is None:  # noqa: ASYNC110 - wait() also waits for pipe EOF
+            await anyio.sleep(0.02)
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError, anyio.BrokenResourceError):
+                await stream.aclose()
+    # A killed tree may leave a pipe end open somewhere: close the loop's transport now, not
+    # at garbage collection (after the loop is gone).
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    close = getattr(transport, "close", None)
+    if callable(close):
+        with contextlib.suppress(PermissionError, ProcessLookupError):
+            close()
 
 
 async def end_tree(pid: int) -> None:
