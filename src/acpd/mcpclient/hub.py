@@ -109,7 +109,7 @@ class SessionServers:
         with anyio.CancelScope(shield=True):
             async with anyio.create_task_group() as tg:
                 for conn in dict.fromkeys(conns):
-                    tg.start_soon(lambda c=conn: c.stop(fast=fast))
+                    tg.start_soon(_stop_conn, conn, fast)
 
     # --- start ------------------------------------------------------------------------------
 
@@ -301,4 +301,12 @@ class McpSessions:
         with anyio.CancelScope(shield=True):
             async with anyio.create_task_group() as tg:
                 for servers in live:
-                    tg.start_soon(lambda s=servers: s.stop(fast=True))
+                    tg.start_soon(_stop_servers, servers)
+
+
+async def _stop_conn(conn: ServerConnection, fast: bool) -> None:
+    await conn.stop(fast=fast)
+
+
+async def _stop_servers(servers: SessionServers) -> None:
+    await servers.stop(fast=True)
