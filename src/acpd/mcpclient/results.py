@@ -39,7 +39,7 @@ _CODES = {
     types.PARSE_ERROR: ErrorCategory.SERVER_ERROR,
     types.INTERNAL_ERROR: ErrorCategory.SERVER_ERROR,
 }
-_STATUS = re.compile(r"\b(?:HTTP|status(?: code)?)[ :]*([1-5]\d\d)\b", re.IGNORECASE)
+_STATUS = re.compile(r"\b(?:HTTP|status(?: code)?|error)[ :']*([1-5]\d\d)\b", re.IGNORECASE)
 
 
 _URL_TAIL = re.compile(r"(https?://[^\s'\"?#]+)[?#][^\s'\"]*")
@@ -104,7 +104,12 @@ def error_of(server: str, tool: str, exc: BaseException, exit_note: str = "") ->
         return ToolError(category, f"{where}: {clean(exc.error.message)} (code {exc.code})")
     if isinstance(exc, TimeoutError):
         return ToolError(ErrorCategory.TIMEOUT, f"{where} did not answer in time")
-    status = _STATUS.search(str(exc))
-    category = classify_http_status(int(status.group(1))) if status else None
+    category = None
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if not isinstance(status, int):
+        found = _STATUS.search(str(exc))
+        status = int(found.group(1)) if found else None
+    if status is not None:
+        category = classify_http_status(status)
     message = f"{where}: {type(exc).__name__}: {clean(str(exc))}"
     return ToolError(category or classify_exception(exc), message[:MAX_MESSAGE])
