@@ -282,3 +282,43 @@ async def test_a_server_over_http_on_loopback(
         assert final_text(client, card) == "echo: over http"
         daemon_log = run.daemon_log()
     assert TOKEN not in daemon_log
+
+
+async def test_load_over_a_live_session_replaces_its_servers(
+    tmp_path: Path, data_dir: Path, workspace: Path
+) -> None:
+    before, after = sleep_marker(), sleep_marker()
+    async with acpd(tmp_path, data_dir=data_dir, workspace=workspace) as run:
+        session = await open_with(run, stdio("srv", "stdio", "--child", before))
+        assert await run.prompt(session, "/tools") == "end_turn"
+        assert marked(before)
+        await run.conn.load_session(cwd=str(workspace), session_id=session,
+                                    mcp_servers=[stdio("srv", "stdio", "--child", after)])
+        assert await wait_unmarked(before) == []
+        assert await run.prompt(session, "/tools") == "end_turn"
+        assert marked(after)
+    assert await wait_unmarked(after) == []
+
+
+@pytest.mark.parametrize(("entry", "says"), [
+    ({"name": "x", "command": "", "args": [], "env": []}, "mcpServers[0] ('x').command"),
+    ({"name": "", "command": "srv", "args": [], "env": []}, "mcpServers[0].name"),
+    ({"type": "http", "name": "w", "url": "ftp://h/x", "headers": []}, "http:// or https://"),
+    ({"name": "x", "command": "srv", "args": [],
+      "env": [{"name": "A=B", "value": TOKEN}]}, "must not contain '='"),
+    ({"type": "carrier-pigeon", "name": "p"}, "type must be stdio, http or sse"),
+])
+async def test_a_malformed_server_entry_is_invalid_params_and_echoes_no_secret(
+    tmp_path: Path, data_dir: Path, workspace: Path, entry: dict[str, Any], says: str
+) -> None:
+    from acp import RequestError
+
+    async with acpd(tmp_path, data_dir=data_dir, workspace=workspace) as run:
+        await run.initialize()
+        with pytest.raises(RequestError) as refused:
+            await run.raw("session/new", {"cwd": str(workspace), "mcpServers": [entry]})
+        assert refused.value.code == -32602
+        assert says in str(refused.value.data or refused.value), refused.value
+        assert TOKEN not in str(refused.value.data) + str(refused.value)
+        sessions = await run.raw("session/list", {})
+        assert sessions["sessions"] == []
