@@ -66,5 +66,19 @@ def test_results() -> None:
 
 
 def test_clean_takes_out_url_queries_and_user_info() -> None:
-    text = clean("failed for url 'https://user:pw@host.example/mcp?key=abc'")
-    assert "pw" not in text and "abc" not in text and "host.example/mcp" in text
+    text = clean("failed for url 'https://user:pw@host.example:8443/mcp/k3y?key=abc' (x)")
+    assert text == "failed for url 'https://host.example:8443/...' (x)"
+    assert clean("see http://127.0.0.1:9 now") == "see http://127.0.0.1:9 now"
+
+
+def test_a_server_is_described_without_its_secrets() -> None:
+    from acpd.mcpclient.servers import ServerParams
+
+    web = ServerParams("w", "http", url="https://u:pw@h.example:8443/mcp/k3y?t=1",
+                       headers=(("Authorization", "Bearer zzz"),))
+    assert web.describe() == "https://h.example:8443"
+    assert "zzz" not in repr(web) and "k3y" not in web.describe()
+    local = ServerParams("l", "stdio", command="/opt/bin/github-mcp", args=("--token", "abc"),
+                         env=(("GH_TOKEN", "zzz"),))
+    assert local.describe() == "github-mcp" and "zzz" not in repr(local)
+    assert local.identity != ServerParams("l", "stdio", command="/opt/bin/other").identity

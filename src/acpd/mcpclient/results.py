@@ -42,13 +42,13 @@ _CODES = {
 _STATUS = re.compile(r"\b(?:HTTP|status(?: code)?|error)[ :']*([1-5]\d\d)\b", re.IGNORECASE)
 
 
-_URL_TAIL = re.compile(r"(https?://[^\s'\"?#]+)[?#][^\s'\"]*")
-_USERINFO = re.compile(r"(https?://)[^\s/@'\"]+@")
+_URL = re.compile(r"(https?://)(?:[^\s/@'\"]*@)?([^\s/?#'\"]+)([^\s'\"]*)")
 
 
 def clean(text: str) -> str:
-    """A message fit to show: credentials, URL queries and user info taken out."""
-    text = _USERINFO.sub(r"\1", _URL_TAIL.sub(r"\1?...", text[:MAX_MESSAGE]))
+    """A message fit to show: credentials taken out, and URLs cut to their scheme, host and
+    port (services put keys in the user info, the query and the path alike)."""
+    text = _URL.sub(lambda m: m[1] + m[2] + ("/..." if m[3] else ""), text[:MAX_MESSAGE])
     return scan_secrets(text)[0]
 
 

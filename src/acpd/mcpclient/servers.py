@@ -47,10 +47,14 @@ class ServerParams:
     def describe(self) -> str:
         if self.transport == "stdio":
             return os.path.basename(self.command) or self.command
+        # Scheme, host and port only: services put keys in the path as well as the query.
         parts = urlsplit(self.url)
         host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port else ""
-        return f"{parts.scheme}://{host}{port}{parts.path}"
+        try:
+            port = f":{parts.port}" if parts.port else ""
+        except ValueError:
+            port = ""
+        return f"{parts.scheme}://{host}{port}"
 
 
 def parse_servers(raw: Any) -> list[ServerParams]:
