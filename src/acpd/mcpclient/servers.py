@@ -32,7 +32,7 @@ class ServerParams:
     name: str
     transport: Transport
     command: str = ""
-    args: tuple[str, ...] = ()
+    args: tuple[str, ...] = field(default=(), repr=False)
     env: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     url: str = ""
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
