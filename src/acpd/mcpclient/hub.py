@@ -18,11 +18,14 @@ editor EOF all end in `stop()`, which ends every server and its process tree.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
+import anyio.to_thread
 
 from acpd.mcpclient import names
 from acpd.mcpclient.config import McpConfig
@@ -39,6 +42,21 @@ log = logging.getLogger("acpd.mcp")
 MAX_RESTARTS = 2
 Spawn = Callable[[Callable[[], Awaitable[None]]], None]
 Say = Callable[[str], Awaitable[None]]
+
+
+async def load_sdk() -> ModuleType:
+    """acpd.mcpclient.connection, with the SDK, imported in a worker thread: the SDK takes
+    about a second to import (seconds on a busy machine), which must not stall the loop."""
+    return await anyio.to_thread.run_sync(importlib.import_module, "acpd.mcpclient.connection")
+
+
+async def warm_sdk() -> None:
+    """Import the SDK in the background once a session has servers, so that the first
+    prompt waits for the servers, not for the import."""
+    try:
+        await load_sdk()
+    except Exception as exc:  # the first prompt meets the same error and tells the user
+        log.warning("the mcp SDK cannot be imported: %s", exc)
 
 
 class GroupSink(Protocol):
@@ -118,12 +136,16 @@ class SessionServers:
             await self._tell_once("*", "[acpd] The editor passed MCP servers, but MCP is "
                                        "disabled in the config ([mcp] enabled = false).")
             return
-        from acpd.mcpclient.connection import ServerConnection
-
+        try:
+            connection = await load_sdk()
+        except Exception as exc:  # a broken install must not end the turn
+            await self._tell_once("*", f"[acpd] The MCP servers cannot be started: the mcp "
+                                       f"SDK does not load ({type(exc).__name__}: {exc}).")
+            return
         for name in server_names:
             if self.closed:
                 return
-            conn = ServerConnection(
+            conn = connection.ServerConnection(
                 self.params[name], self.cwd, on_child=lambda c: self._groups.add(c.pid),
                 on_exit=lambda c: self._groups.discard(c.pid),
             )
@@ -288,6 +310,8 @@ class McpSessions:
         found = SessionServers(servers, cwd, self.config, spawn=self._spawn,
                                groups=self._groups, say=say)
         self.live[session_id] = found
+        if self.config.enabled:
+            self._spawn(warm_sdk)
         return found
 
     async def detach(self, session_id: str) -> None:
