@@ -47,7 +47,10 @@ Say = Callable[[str], Awaitable[None]]
 async def load_sdk() -> ModuleType:
     """acpd.mcpclient.connection, with the SDK, imported in a worker thread: the SDK takes
     about a second to import (seconds on a busy machine), which must not stall the loop."""
-    return await anyio.to_thread.run_sync(importlib.import_module, "acpd.mcpclient.connection")
+    # abandon_on_cancel: a daemon that stops mid-import must not wait for the import.
+    return await anyio.to_thread.run_sync(
+        importlib.import_module, "acpd.mcpclient.connection", abandon_on_cancel=True
+    )
 
 
 async def warm_sdk() -> None:
