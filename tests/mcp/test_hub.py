@@ -297,3 +297,14 @@ async def test_garbage_and_a_huge_line_on_stdout_do_not_hang_or_grow_without_bou
         assert "'flood'" in "".join(rig.said)
     finally:
         await servers.stop()
+
+
+async def test_disabled_in_config_starts_nothing_and_says_so_once(rig: Rig) -> None:
+    marker = sleep_marker()
+    servers = rig.servers(stdio("srv", "stdio", "--child", marker),
+                          config=McpConfig(enabled=False))
+    await servers.prepare()
+    await servers.prepare()
+    assert servers.tools() == [] and marked(marker) == []
+    assert "".join(rig.said).count("disabled in the config") == 1
+    await servers.stop()

@@ -115,7 +115,6 @@ class SessionServers:
             if self.closed:
                 return
             if not self._started:
-                self._started = True
                 await self._start(list(self.params))
             await self._settle()
             await self._refresh_stale()
@@ -136,15 +135,19 @@ class SessionServers:
 
     async def _start(self, server_names: list[str]) -> None:
         if not self.config.enabled:
+            self._started = True
             await self._tell_once("*", "[acpd] The editor passed MCP servers, but MCP is "
                                        "disabled in the config ([mcp] enabled = false).")
             return
         try:
             connection = await load_sdk()
         except Exception as exc:  # a broken install must not end the turn
+            self._started = True
             await self._tell_once("*", f"[acpd] The MCP servers cannot be started: the mcp "
                                        f"SDK does not load ({type(exc).__name__}: {exc}).")
             return
+        # Only now: a prepare cancelled during the import leaves the start to the next one.
+        self._started = True
         for name in server_names:
             if self.closed:
                 return
