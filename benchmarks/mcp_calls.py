@@ -11,7 +11,8 @@ Overhead = median(acpd) - median(baseline). Also: time to a usable server (spawn
 initialize, tools/list) both ways, the SDK import included only on acpd's side (its first
 prompt pays it, in a worker thread; the baseline imported it already).
 
-Run: .venv/bin/python benchmarks/mcp_calls.py (not mcp.py: that name would shadow the SDK) [--calls N]
+Run: .venv/bin/python benchmarks/mcp_calls.py [--calls N]
+(Not named mcp.py: a script of that name would shadow the SDK.)
 """
 
 from __future__ import annotations
