@@ -221,19 +221,23 @@ async def test_load_starts_the_servers_the_request_names(
 async def test_secrets_in_env_never_reach_the_log_the_store_or_the_model(
     tmp_path: Path, data_dir: Path, workspace: Path
 ) -> None:
-    script = write_script(tmp_path / "s.json", calls(("mcp__srv__env", {"name": "GH_TOKEN"})))
+    plain = "correct-horse-battery-staple"
+    script = write_script(tmp_path / "s.json", calls(
+        ("mcp__srv__env", {"name": "GH_TOKEN"}), ("mcp__srv__env", {"name": "PLAIN"}),
+    ))
     client = RecordingClient()
     env = config(tmp_path, '[mcp.servers.srv]\nallow = ["env"]\n')
     async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
                     script=script, env=env) as run:
-        session = await open_with(run, stdio(env={"GH_TOKEN": TOKEN}))
+        session = await open_with(run, stdio(env={"GH_TOKEN": TOKEN, "PLAIN": plain}))
         assert await run.prompt(session, "go") == "end_turn"
-        (card,) = by_title(client, "srv: env")
-        shown = final_text(client, card)
-        assert TOKEN not in shown and "REDACTED" in shown.upper(), shown
+        for card in by_title(client, "srv: env"):
+            shown = final_text(client, card)
+            assert TOKEN not in shown and plain not in shown and "REDACTED" in shown, shown
         daemon_log = run.daemon_log()
-    assert TOKEN not in daemon_log
-    assert holding(data_dir, TOKEN) == []
+    for secret in (TOKEN, plain):
+        assert secret not in daemon_log
+        assert holding(data_dir, secret) == []
 
 
 def holding(root: Path, secret: str) -> list[Path]:

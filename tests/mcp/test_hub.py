@@ -208,10 +208,16 @@ async def test_env_comes_from_the_request_and_the_daemons_secrets_do_not(
     rig: Rig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-daemon-own-key")
-    servers = rig.servers(stdio(env={"SERVICE_TOKEN": "given"}))
+    servers = rig.servers(stdio(env={"SERVICE_TOKEN": "given", "DB": "correct-horse-staple"}))
     await servers.prepare()
     try:
         assert (await run(servers, "mcp__srv__env", {"name": "SERVICE_TOKEN"})).text == "given"
+        # A value the server was given comes back replaced, whatever its shape.
+        echoed = await run(servers, "mcp__srv__env", {"name": "DB"})
+        assert echoed.text == "[REDACTED:mcp-env]"
+        with pytest.raises(ToolError) as failed:
+            await run(servers, "mcp__srv__fail", {"reason": "bad correct-horse-staple"})
+        assert "correct-horse-staple" not in failed.value.message
         assert (await run(servers, "mcp__srv__env", {"name": "OPENAI_API_KEY"})).text == "(unset)"
         assert "given" not in repr(servers.params["srv"])
     finally:

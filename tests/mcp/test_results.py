@@ -82,3 +82,14 @@ def test_a_server_is_described_without_its_secrets() -> None:
                          env=(("GH_TOKEN", "zzz"),))
     assert local.describe() == "github-mcp" and "zzz" not in repr(local)
     assert local.identity != ServerParams("l", "stdio", command="/opt/bin/other").identity
+
+
+def test_values_the_server_was_given_are_scrubbed_from_what_it_says() -> None:
+    from acpd.mcpclient.servers import ServerParams
+
+    web = ServerParams("w", "http", url="https://h/mcp",
+                       headers=(("Authorization", "Bearer tok-1234567890"), ("X-Short", "abc")))
+    assert web.scrub("sent tok-1234567890 and abc") == "sent [REDACTED:mcp-header] and abc"
+    local = ServerParams("l", "stdio", command="srv", env=(("HOME2", "/home/me/x"),
+                                                           ("PASS", "hunter2hunter2")))
+    assert local.scrub("/home/me/x hunter2hunter2") == "/home/me/x [REDACTED:mcp-env]"

@@ -134,7 +134,7 @@ class ServerConnection:
         if isinstance(exc, FileNotFoundError):
             text = f"command not found: {self.params.describe()}"
         note = self.exit_note()
-        return clean(f"{text}{note}")[:1000]
+        return self.params.scrub(clean(f"{text}{note}"))[:1000]
 
     def exit_note(self) -> str:
         """`; it exited with status N; stderr: ...` once the process is gone, else ""."""
@@ -146,7 +146,8 @@ class ServerConnection:
             return ""
         tail = child.stderr_tail()
         tail = tail.splitlines()[-1][:300] if tail else ""
-        return f"; it exited with status {code}" + (f" (stderr: {clean(tail)})" if tail else "")
+        shown = self.params.scrub(clean(tail))
+        return f"; it exited with status {code}" + (f" (stderr: {shown})" if tail else "")
 
     # --- use --------------------------------------------------------------------------------
 
@@ -173,10 +174,18 @@ class ServerConnection:
             if _closed(exc):
                 await self._exited(0.5)  # a crash: let its exit status arrive
             err = error_of(self.params.name, tool, exc, self.exit_note())
+            err.message = self.params.scrub(err.message)
             if _closed(exc):
                 self.dead = err.message
             raise err from None
-        return output_of(self.params.name, tool, result)
+        try:
+            output = output_of(self.params.name, tool, result)
+        except ToolError as err:
+            err.message = self.params.scrub(err.message)
+            raise
+        output.text = self.params.scrub(output.text)
+        output.raw = _scrub_value(output.raw, self.params.scrub)
+        return output
 
     async def _exited(self, within: float) -> None:
         with anyio.move_on_after(within):
@@ -235,3 +244,13 @@ async def list_tools(session: ClientSession) -> list[types.Tool]:
         if not cursor or len(tools) >= MAX_TOOLS:
             break
     return tools[:MAX_TOOLS]
+
+
+def _scrub_value(value: Any, scrub: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {k: _scrub_value(v, scrub) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_value(v, scrub) for v in value]
+    return value

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 Transport = Literal["stdio", "http", "sse"]
 MAX_SERVERS = 64
 MAX_TEXT = 64 * 1024
+MIN_SECRET = 8
 
 
 class BadServer(ValueError):
@@ -43,6 +44,19 @@ class ServerParams:
         "always allow" is bound to it, so another program under the same name starts over."""
         what = "\0".join((self.transport, self.command, *self.args, self.url))
         return hashlib.sha256(what.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+    def scrub(self, text: str) -> str:
+        """`text` with every `env` and `headers` value this server was given replaced: a
+        server that echoes its token (in a result, an error, its stderr) must not put it in
+        front of the model or into the session store. Values shorter than MIN_SECRET and
+        absolute paths are left: too common to be secrets, and replacing them garbles text."""
+        given = [(v, "mcp-env") for _, v in self.env] + [(v, "mcp-header") for _, v in self.headers]
+        # `Authorization: Bearer <token>`: the token alone too.
+        given += [(v.split(" ", 1)[1], "mcp-header") for _, v in self.headers if " " in v]
+        for value, kind in sorted(given, key=lambda pair: -len(pair[0])):  # longest first
+            if len(value) >= MIN_SECRET and not value.startswith("/") and value in text:
+                text = text.replace(value, f"[REDACTED:{kind}]")
+        return text
 
     def describe(self) -> str:
         if self.transport == "stdio":
