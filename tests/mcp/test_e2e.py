@@ -326,3 +326,23 @@ async def test_a_malformed_server_entry_is_invalid_params_and_echoes_no_secret(
         assert TOKEN not in str(refused.value.data) + str(refused.value)
         sessions = await run.raw("session/list", {})
         assert sessions["sessions"] == []
+
+
+async def test_list_changed_shows_new_tools_at_once_and_they_ask_unless_named(
+    tmp_path: Path, data_dir: Path, workspace: Path
+) -> None:
+    script = write_script(tmp_path / "s.json", calls(
+        ("mcp__srv__grow", {"name": "newt"}), ("mcp__srv__newt", {"text": "a"}),
+        ("mcp__srv__grow", {"name": "late"}), ("mcp__srv__late", {"text": "b"}),
+    ))
+    client = RecordingClient(answer=always("allow_once"))
+    env = config(tmp_path, '[mcp.servers.srv]\nallow = ["grow", "late"]\n')
+    async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
+                    script=script, env=env) as run:
+        session = await open_with(run, stdio())
+        assert await run.prompt(session, "go") == "end_turn"
+        asked = [a["toolCall"]["title"] for a in client.calls("session/request_permission")]
+        assert asked == ["srv: newt"]
+        (newt,) = by_title(client, "srv: newt")
+        (late,) = by_title(client, "srv: late")
+        assert final_text(client, newt) == "newt: a" and final_text(client, late) == "late: b"
