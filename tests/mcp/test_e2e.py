@@ -346,3 +346,27 @@ async def test_list_changed_shows_new_tools_at_once_and_they_ask_unless_named(
         (newt,) = by_title(client, "srv: newt")
         (late,) = by_title(client, "srv: late")
         assert final_text(client, newt) == "newt: a" and final_text(client, late) == "late: b"
+
+
+async def test_cancel_during_a_call_closes_the_card_and_the_server_serves_the_next_turn(
+    tmp_path: Path, data_dir: Path, workspace: Path
+) -> None:
+    script = write_script(tmp_path / "s.json", [
+        *calls(("mcp__srv__slow", {"seconds": 120}))[:1],
+        *calls(("mcp__srv__echo", {"text": "next"})),
+    ])
+    client = RecordingClient()
+    env = config(tmp_path, '[mcp.servers.srv]\nallow = ["slow", "echo"]\n')
+    async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
+                    script=script, env=env) as run:
+        session = await open_with(run, stdio())
+        turn = asyncio.ensure_future(run.prompt(session, "wait"))
+        await client.wait_for(lambda: any(
+            u.get("status") == "in_progress" for u in client.updates), within=60)
+        await run.conn.cancel(session_id=session)
+        assert await turn == "cancelled"
+        (slow,) = by_title(client, "srv: slow")
+        assert client.final(slow["toolCallId"])["status"] == "failed"
+        assert await run.prompt(session, "again") == "end_turn"
+        (echo,) = by_title(client, "srv: echo")
+        assert final_text(client, echo) == "echo: next"
