@@ -32,6 +32,8 @@ from acpd.tools.spec import ToolOutput
 
 log = logging.getLogger("acpd.mcp")
 MAX_PAGES = 50
+STOP_BOUND = 5.0
+"""Seconds a polite close may take before the connection's task is cancelled."""
 MAX_TOOLS = 512
 CLIENT = types.Implementation(name="acpd", version=acpd.__version__)
 
@@ -125,6 +127,11 @@ class ServerConnection:
         self._stop.set()
         if not self.ready.is_set():
             self._scope.cancel()
+        with anyio.move_on_after(STOP_BOUND):
+            await self._done.wait()
+        # Still closing (an HTTP server that does not answer the session's DELETE): cut it.
+        # A stdio server's stop is shielded and bounded in the transport.
+        self._scope.cancel()
         await self._done.wait()
 
     def _reason(self, exc: BaseException) -> str:
