@@ -20,7 +20,7 @@ from acpd.mcpclient.spec import McpToolSpec
 from acpd.tools.errors import ErrorCategory, ToolError
 from tests.e2e.harness import REPO, alive, marked, sleep_marker, wait_unmarked
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 def stdio(name: str = "srv", *args: str, env: dict[str, str] | None = None) -> ServerParams:
