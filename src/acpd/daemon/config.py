@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from acpd.daemon.errors import ConfigError
 from acpd.daemon.image_models import DEFAULT_IMAGE_MODELS
+from acpd.mcpclient.config import McpConfig
 from acpd.protocol.framing import DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:
@@ -298,8 +299,9 @@ class CheckpointConfig(Section):
 
 
 class ToolsConfig(Section):
-    enabled: list[str] = Field(default_factory=lambda: ["core__*"])
-    """Globs on tool ids (or names); anything not matched is denied and never shown."""
+    enabled: list[str] = Field(default_factory=lambda: ["core__*", "mcp__*"])
+    """Globs on tool ids (or names); anything not matched is denied and never shown. `mcp__*`:
+    the tools of the MCP servers the editor passes (untrusted: they ask, see docs/mcp.md)."""
     executor_order: list[str] = Field(default_factory=lambda: ["file", "shell", "plan"])
     max_tool_calls_per_session: int | None = Field(None, ge=1)
     permissions: dict[str, list[PermissionRule] | PermissionTable] = Field(default_factory=dict)
@@ -341,6 +343,7 @@ class Config(Section):
     providers: ProvidersConfig = Field(default_factory=ProvidersConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     protocol: ProtocolConfig = Field(default_factory=ProtocolConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
     source: str | None = Field(None, exclude=True)
 
 

@@ -163,10 +163,11 @@ def _builtin(
 ) -> str:
     if name == "tools":
         catalog = {s.id for _, s in pipeline.catalog(env.mode, env.state)}
+        extra = env.state.extra.tools() if env.state.extra is not None else []  # MCP tools
         lines = [
             f"- {pipeline.registry.name_of(s)} ({s.id}, {s.effect.value})"
             + ("" if s.id in catalog else f" — {_hidden_why(pipeline, s, env)}")
-            for s in pipeline.registry
+            for s in [*pipeline.registry, *extra]
         ]
         return "Tools:\n" + "\n".join(lines)
     if name == "unblock":

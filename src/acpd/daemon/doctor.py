@@ -276,14 +276,10 @@ def describe_agent(report: Report, caps: dict[str, Any]) -> None:
 
 
 def mcp_statement(mcp: dict[str, Any]) -> str:
-    """acpd has no MCP client yet: the `mcpServers` an editor passes are not connected, over
-    any transport. Say so instead of listing transports (stdio has no capability flag, so an
-    answer with http and sse false says nothing about it either way)."""
+    """The MCP transports the daemon takes from the editor (stdio has no capability flag:
+    it is always taken; see docs/mcp.md)."""
     extra = [k for k, v in mcp.items() if v]
-    if extra:  # never sent today; if a later version sends it, show what it claims
-        return f"the daemon claims MCP over {', '.join(extra)}"
-    return ("not supported yet: MCP servers the editor passes in session/new are ignored "
-            "(no MCP client; the daemon advertises no MCP transport)")
+    return f"servers the editor passes are used over stdio{''.join(', ' + k for k in extra)}"
 
 
 def explain_capabilities(console: Console) -> None:

@@ -104,7 +104,8 @@ def _v1_result(*, image: bool) -> dict[str, Any]:
         "agentCapabilities": {
             "loadSession": True,
             "promptCapabilities": {"image": image, "audio": False, "embeddedContext": True},
-            "mcpCapabilities": {"http": False, "sse": False},
+            # stdio always; both HTTP transports through the mcp SDK (acpd/mcpclient).
+            "mcpCapabilities": {"http": True, "sse": True},
             "sessionCapabilities": {
                 "list": {}, "delete": {}, "resume": {}, "close": {},
                 "additionalDirectories": {},  # each checked: daemon/roots.py

@@ -26,6 +26,7 @@ from acpd.daemon.rpc import Connection, Reply
 from acpd.daemon.session import Session
 from acpd.daemon.session_info import rfc3339, send_info
 from acpd.daemon.store import BadCursor, SessionRow
+from acpd.mcpclient.hub import McpSessions
 from acpd.protocol import acp
 from acpd.protocol.errors import invalid_params
 from acpd.providers.base import Message
@@ -61,6 +62,8 @@ class SessionMethods:
         """Set when the daemon stops: no new session work starts."""
         self.groups = ProcessGroups()
         """The local commands running for this connection (all ended by its stop)."""
+        self.mcp = McpSessions(rt.config.mcp, conn.start_soon, self.groups)
+        """The sessions' MCP servers (acpd/mcpclient), started at their first prompt."""
         self.table: dict[str, Callable[[Any], Awaitable[Any]]] = {
             "session/new": self.new_session,
             "session/load": self.load_session,
@@ -85,6 +88,7 @@ class SessionMethods:
         self.stopping = True
         for session in list(self.sessions.values()):
             session.close()
+        await self.mcp.stop_all()
         await self.groups.stop()
         with anyio.move_on_after(grace):
             for session in list(self.sessions.values()):
@@ -97,11 +101,13 @@ class SessionMethods:
         rt = self.rt
         _check_cwd(req.cwd)
         extra = await v1extras.accept_roots(rt, req.cwd, req.additional_directories)
+        servers = self.mcp.parse(req.mcp_servers)
         session_id = f"sess_{uuid.uuid4().hex}"
         model = rt.config.agent.model
         rt.store.create(session_id, req.cwd, rt.config.agent.default_mode, model)
         session = self._open(session_id, req.cwd, rt.config.agent.default_mode, model)
         v1extras.activate(session, rt, extra, fresh=True)
+        session.tools.extra = await self.mcp.attach(session_id, req.cwd, servers, session.say)
         return Reply({"sessionId": session_id, **self._state(session)}, self._announce(session))
 
     async def load_session(self, params: Any) -> dict[str, Any]:
@@ -132,8 +138,10 @@ class SessionMethods:
             raise SessionNotFound(req.session_id)
         _check_cwd(req.cwd)
         extra = await v1extras.accept_roots(self.rt, req.cwd, req.additional_directories)
+        servers = self.mcp.parse(req.mcp_servers)
         session, closed = self._reopen(req.session_id, req.cwd)
         v1extras.activate(session, self.rt, extra, fresh=False)
+        session.tools.extra = await self.mcp.attach(session.id, req.cwd, servers, session.say)
         return session, closed
 
     def _reopen(self, session_id: str, cwd: str) -> tuple[Session, list[dict[str, Any]]]:
@@ -175,6 +183,7 @@ class SessionMethods:
         session.close()
         await session.idle.wait()
         self.sessions.pop(session.id, None)
+        await self.mcp.detach(session.id)
         return {}
 
     async def delete_session(self, params: Any) -> dict[str, Any]:
@@ -183,6 +192,7 @@ class SessionMethods:
         if live is not None:
             live.close()
             await live.idle.wait()
+        await self.mcp.detach(session_id)
         # ACP: deleting a session that does not exist SHOULD succeed silently.
         self.rt.store.delete(session_id)
         return {}

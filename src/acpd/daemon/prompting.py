@@ -41,6 +41,8 @@ async def run_prompt(
                 scope.cancel()
             # The user may have edited files since the last turn: no cached result survives.
             env.state.cache.invalidate()
+            if env.state.extra is not None:  # MCP servers start at the first prompt
+                await env.state.extra.prepare()
             text = prompt_text(blocks, images_apart=images is not None)
             stop = await _dispatch(session, text, rt, env, images or [])
         # Once a cancel was asked for, the answer is "cancelled" even if the turn reached its

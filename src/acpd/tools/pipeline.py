@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import anyio.lowlevel
 
+from acpd.mcpclient import trust as mcp_trust
 from acpd.tools.audit import AuditLog
 from acpd.tools.calls import Call, CallResult, audit_record, failed_result, record_of
 from acpd.tools.capabilities import CommandRunner, FileSystem
@@ -123,9 +124,10 @@ class ToolPipeline:
         """(name, spec) of each tool the model may be shown now, in executor order: never a
         tool that would be denied whatever its input (not enabled, the mode, `deny *`, the
         anomaly detector)."""
+        extra = state.extra.tools() if state is not None and state.extra is not None else []
         return [
             (self.registry.name_of(spec), spec)
-            for spec in self.registry
+            for spec in [*self.registry, *extra]
             if self.policy.visible(spec, mode)
             and (state is None or state.anomaly.is_blocked(spec.id) is None)
         ]
@@ -136,6 +138,8 @@ class ToolPipeline:
     ) -> CallResult:
         call = Call(tool_call_id, name[:80], caller, env.mode, time.time())
         spec = self.registry.resolve(name)
+        if spec is None and env.state.extra is not None:
+            spec = env.state.extra.resolve(name)
         if spec is None:
             err = ToolError(ErrorCategory.TOOL_NOT_FOUND, f"no tool named {name[:80]!r}")
             return await self._refuse(call, None, err, env, "not_found")
@@ -205,9 +209,10 @@ class ToolPipeline:
     async def _decide_and_run(
         self, call: Call, spec: ToolSpec, args: dict[str, Any], parsed: Any, env: CallEnv
     ) -> CallResult:
-        key = approval_key(spec, args)
+        key = mcp_trust.approval_key(spec, approval_key(spec, args))
         shell = await judge_call(self.shell, spec, args, env)
         decision = self.policy.decide(spec, env.mode, args, env.cwd, env.approvals, key, shell)
+        decision = mcp_trust.judge(spec, decision, self.policy.rules, args, env.cwd)
         decision = confirm_every_command(decision, spec, env.confirm_commands)
         call.decision, call.decided_by = decision.verdict, decision.approved_by
         call.shell = decision.shell

@@ -96,3 +96,41 @@ def _clean(node: Any, defs: dict[str, Any], depth: int) -> Any:
         else:
             out[key] = _clean(value, defs, depth)
     return out
+
+
+MAX_FOREIGN_SCHEMA = 64 * 1024
+
+
+def restrict(raw: dict[str, Any]) -> dict[str, Any]:
+    """A schema written elsewhere (an MCP server's) cut to the subset: cleaned like ours, then
+    whatever is still outside the subset left out (which only loosens it: the caller checks
+    arguments against the original). Raises SchemaError for one too large or unreadable."""
+    import orjson
+
+    try:
+        if len(orjson.dumps(raw)) > MAX_FOREIGN_SCHEMA:
+            raise SchemaError(f"the input schema is larger than {MAX_FOREIGN_SCHEMA} bytes")
+        defs = raw.get("$defs") or raw.get("definitions") or {}
+        body = {k: v for k, v in raw.items() if k not in ("$defs", "definitions", "$schema")}
+        cleaned = _drop_forbidden(_clean(body, defs if isinstance(defs, dict) else {}, 0))
+    except (TypeError, RecursionError, orjson.JSONEncodeError) as exc:
+        raise SchemaError(f"the input schema cannot be read: {exc}") from None
+    if not isinstance(cleaned, dict):
+        raise SchemaError("the input schema is not an object")
+    cleaned.setdefault("type", "object")
+    cleaned.setdefault("properties", {})
+    return cleaned
+
+
+def _drop_forbidden(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_drop_forbidden(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: _drop_forbidden(prop) for name, prop in value.items()}
+        elif key not in FORBIDDEN:
+            out[key] = _drop_forbidden(value)
+    return out

@@ -3,10 +3,26 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 from acpd.tools.anomaly import AnomalyDetector, AnomalySettings
 from acpd.tools.cache import ResultCache
 from acpd.tools.quota import Quota
+
+if TYPE_CHECKING:
+    from acpd.tools.spec import ToolSpec
+
+
+class ExtraTools(Protocol):
+    """Tools one session adds to the registry's (its MCP servers': acpd/mcpclient)."""
+
+    def resolve(self, name: str, /) -> ToolSpec | None: ...
+
+    def tools(self) -> list[ToolSpec]: ...
+
+    async def prepare(self) -> None:
+        """Before a prompt's first model request: start what must run to list the tools."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +45,8 @@ class SessionTools:
     quota: Quota = field(default_factory=Quota)
     cache: ResultCache = field(default_factory=ResultCache)
     anomaly: AnomalyDetector = field(default_factory=AnomalyDetector)
+    extra: ExtraTools | None = None
+    """This session's own tools (MCP servers), after the registry's; None: none."""
 
     def clear(self) -> None:
         """`/clear`: the conversation starts afresh, so do cached results."""
