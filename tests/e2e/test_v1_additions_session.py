@@ -182,7 +182,7 @@ async def test_confirm_every_command_is_a_stored_boolean_that_makes_bash_ask(
         await run.conn.set_session_mode(session_id=session_id, mode_id="auto")
         assert await run.prompt(session_id, "once more") == "end_turn"
         assert len(again.calls("session/request_permission")) == 1
-        [call] = [u for u in again.tool_calls() if u["title"] == BASH][-1:]
+        [call] = [u for u in again.tool_calls() if u["rawInput"]["command"] == BASH][-1:]
         assert again.final(call["toolCallId"])["status"] == "failed"
 
 
