@@ -13,7 +13,8 @@ import os
 import re
 import signal
 import subprocess
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import anyio
 import anyio.abc
@@ -21,15 +22,16 @@ import anyio.to_thread
 
 from acpd.daemon.config import DEFAULT_ENV_BLOCKLIST
 from acpd.daemon.confine import RulesSource, confine
+from acpd.daemon.terminal_stream import LiveTerminal, TerminalStreams
+from acpd.daemon.terminal_wire import Exit
 from acpd.tools.capabilities import CommandRequest, CommandResult, OnOutput, OnTerminal
-from acpd.tools.output import live_view
+from acpd.tools.output import OutputStage
 from acpd.tools.secrets import key_open_at, redact_key_remainder
 
 KILL_GRACE = 2.0
 """Seconds a command's group has between SIGTERM and SIGKILL (a timeout, a cancel)."""
 STOP_KILL_GRACE = 0.5
 """The same when the daemon stops: it must be gone within 3 s whatever its commands do."""
-STREAM_INTERVAL = 0.25
 
 QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb"}
 
@@ -175,8 +177,11 @@ class LocalCommandRunner:
         self, track: Callable[[anyio.abc.Process], None] | None = None, *,
         env_blocklist: Sequence[str] = DEFAULT_ENV_BLOCKLIST,
         groups: ProcessGroups | None = None, rules: RulesSource | None = None,
+        live: TerminalStreams | None = None,
     ) -> None:
         self._track = track
+        self._live = live if live is not None else _card_only()
+        """How the output is shown while it runs (daemon/terminal_stream.py)."""
         self._blocked = env_matcher(env_blocklist)
         self._groups = groups if groups is not None else ProcessGroups()
         """The connection's running commands, which its stop ends (see ProcessGroups)."""
@@ -209,28 +214,15 @@ class LocalCommandRunner:
         if self._track is not None:
             self._track(process)
         self._groups.add(process.pid)
-        timed_out = False
-        try:
-            if self._groups.stopping:  # the stop came while it started: it ends at once
-                raise OSError("acpd is stopping: the command was not run")
-            with anyio.move_on_after(request.timeout) as deadline:
-                async with anyio.create_task_group() as tg:
-                    out_done, err_done = anyio.Event(), anyio.Event()
-                    tg.start_soon(_pump, process.stdout, [combined], out_done)
-                    tg.start_soon(_pump, process.stderr, [combined, errors], err_done)
-                    tg.start_soon(_stream, combined, on_output)
-                    await process.wait()
-                    # A background child may hold the pipes open after bash exits: read what
-                    # is buffered, but do not wait for it to finish.
-                    with anyio.move_on_after(0.5):
-                        await out_done.wait()
-                        await err_done.wait()
-                    tg.cancel_scope.cancel()
-            timed_out = deadline.cancelled_caught
-        finally:
-            with anyio.CancelScope(shield=True):
-                await kill_group(process, self._groups.kill_grace)
-            self._groups.discard(process.pid)
+        live = self._live.open(request.call_id, request.command, request.cwd, combined)
+        outcome = _Outcome()
+        async with anyio.create_task_group() as sender:
+            sender.start_soon(live.run)
+            await self._supervise(process, request, combined, errors, live, outcome,
+                                  on_terminal, on_output)
+        if outcome.failure is not None:
+            raise outcome.failure
+        timed_out = outcome.timed_out
         return CommandResult(
             output=combined.text(),
             exit_code=None if timed_out else process.returncode,
@@ -238,13 +230,84 @@ class LocalCommandRunner:
             timed_out=timed_out,
             truncated=combined.truncated,
             stderr=errors.text(),
+            terminal_id=live.terminal_id if live.display else None,
             sandbox=confined.label,
             sandbox_notes=confined.notes_after(),
         )
 
 
+    async def _supervise(
+        self, process: anyio.abc.Process, request: CommandRequest, combined: TailBuffer,
+        errors: TailBuffer, live: LiveTerminal, outcome: _Outcome, on_terminal: OnTerminal,
+        on_output: OnOutput,
+    ) -> None:
+        """Show, read and wait; then kill what is left and end the stream. An error is kept
+        in `outcome` (raised here it would leave the sender's task group as a group)."""
+        try:
+            if self._groups.stopping:  # the stop came while it started: it ends at once
+                raise OSError("acpd is stopping: the command was not run")
+            await _show(live, on_terminal, on_output)
+            outcome.timed_out = await _wait(process, request.timeout, combined, errors, live)
+        except Exception as exc:  # re-raised by run, outside the task group
+            outcome.failure = exc
+        finally:
+            with anyio.CancelScope(shield=True):
+                await kill_group(process, self._groups.kill_grace)
+                self._groups.discard(process.pid)
+                code = None if outcome.timed_out else process.returncode
+                await live.close(Exit(code, _signal_name(process.returncode)))
+
+
+@dataclass(slots=True)
+class _Outcome:
+    timed_out: bool = False
+    failure: Exception | None = None
+
+
+def _card_only() -> TerminalStreams:
+    """No session to stream to (the CLI): plain card text, nothing stored."""
+
+    async def drop(_update: dict[str, object]) -> None:
+        return None
+
+    return TerminalStreams("plain", drop, lambda _record: None, OutputStage, os.getcwd())
+
+
+async def _show(live: LiveTerminal, on_terminal: OnTerminal, on_output: OnOutput) -> None:
+    """The card embeds the display terminal, or gets the live text."""
+    if live.display:
+        await on_terminal(live.terminal_id, _nothing)
+    else:
+        live.on_text = on_output
+
+
+async def _nothing() -> None:
+    """A display terminal has nothing to release: the process is acpd's."""
+
+
+async def _wait(
+    process: anyio.abc.Process, limit: float, combined: TailBuffer, errors: TailBuffer,
+    live: LiveTerminal,
+) -> bool:
+    """Read both pipes until the process ends (or `limit` seconds); True on the timeout."""
+    with anyio.move_on_after(limit) as deadline:
+        async with anyio.create_task_group() as tg:
+            out_done, err_done = anyio.Event(), anyio.Event()
+            tg.start_soon(_pump, process.stdout, [combined], out_done, live)
+            tg.start_soon(_pump, process.stderr, [combined, errors], err_done, live)
+            await process.wait()
+            # A background child may hold the pipes open after bash exits: read what
+            # is buffered, but do not wait for it to finish.
+            with anyio.move_on_after(0.5):
+                await out_done.wait()
+                await err_done.wait()
+            tg.cancel_scope.cancel()
+    return deadline.cancelled_caught
+
+
 async def _pump(
-    stream: anyio.abc.ByteReceiveStream | None, sinks: list[TailBuffer], done: anyio.Event
+    stream: anyio.abc.ByteReceiveStream | None, sinks: list[TailBuffer], done: anyio.Event,
+    live: LiveTerminal,
 ) -> None:
     try:
         if stream is None:
@@ -256,24 +319,9 @@ async def _pump(
                 chunk = await stream.receive()
                 for sink in sinks:
                     sink.add(chunk)
+                live.feed(chunk)
     finally:
         done.set()
-
-
-async def _stream(buffer: TailBuffer, on_output: Callable[[str], Awaitable[None]]) -> None:
-    """Every STREAM_INTERVAL, the live view of the output (its bounded tail, see
-    `live_view`), only when new output changed it: a silent command sends nothing."""
-    seen = 0
-    shown: str | None = None
-    while True:
-        await anyio.sleep(STREAM_INTERVAL)
-        if buffer.total == seen:
-            continue
-        seen = buffer.total
-        view = live_view(buffer.text())
-        if view != shown:
-            shown = view
-            await on_output(view)
 
 
 class ProcessGroups:

@@ -1,0 +1,309 @@
+"""Live output of the commands acpd runs itself, pushed to the editor as the process writes.
+
+The local runner's pipe readers hand every read to `LiveTerminal.feed` (synchronous, never
+waits); one sender task per command (`LiveTerminal.run`) turns the bytes into updates for
+the client (terminal_wire.py renders them per client: v2 display terminal, v1 `_meta`
+convention, or the card's text):
+
+- Coalescing: after the first byte the sender waits COALESCE seconds (or until CHUNK_BYTES
+  are pending) so that a burst of small writes becomes one update; plain cards, which resend
+  their whole live tail each time, wait PLAIN_INTERVAL.
+- Redaction: every byte passes the output stage's secret scanner through StreamRedactor
+  (line at a time, context kept, a token never split). A line still being written is shown
+  after IDLE_FLUSH without new bytes, up to its trailing word.
+- Back-pressure: the sender awaits the connection's outbox, which makes a sender wait for
+  its own share only (daemon/outbox.py), so a flooding command stalls only itself. Bytes
+  pile up in a buffer of at most PENDING_LIMIT; past that they are dropped, and the client
+  gets a snapshot instead (v2: a replacement `terminal_update` of the bounded tail; meta and
+  plain: a note saying how much was skipped, then the tail). Memory stays bounded.
+- The end: `close` releases what is held, reports the exit (meta, v2) and stores one bounded
+  snapshot for `session/load` (terminal_wire.replay). The tool result itself never depends
+  on any of this: the runner keeps its own buffer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+
+from acpd.daemon.stream_redact import StreamRedactor, to_bytes, to_text
+from acpd.daemon.terminal_wire import (
+    Exit,
+    Mode,
+    Snapshot,
+    meta_exit,
+    meta_info,
+    meta_output,
+    mode_for,
+    v2_chunk,
+    v2_exit,
+    v2_snapshot,
+    v2_started,
+)
+from acpd.tools.output import OutputStage, live_view
+from acpd.tools.secrets import key_open_at, redact_key_remainder
+from acpd.tools.spec import ToolCallView
+
+if TYPE_CHECKING:
+    from acpd.daemon.handshake import ClientCaps
+    from acpd.daemon.session import Session
+
+log = logging.getLogger("acpd.terminal")
+
+COALESCE = 0.002
+"""Seconds the sender waits after the first new byte for more to join it."""
+PLAIN_INTERVAL = 0.03
+"""The same for plain cards: each of their updates carries the whole live tail."""
+IDLE_FLUSH = 0.02
+"""Seconds without new bytes after which a line still being written is shown."""
+CHUNK_BYTES = 64 * 1024
+"""The most bytes one update carries (more waits for the next)."""
+PENDING_LIMIT = 1 << 20
+"""Bytes waiting for a slow client; beyond this they are dropped for a snapshot."""
+SNAPSHOT_CHARS = 64 * 1024
+"""The tail kept for a snapshot (replay, resynchronisation)."""
+CLOSE_BUDGET = 2.0
+"""Seconds the end of a stream may wait for the client before it is given up."""
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Store = Callable[[dict[str, Any]], None]
+
+
+class OutputSoFar(Protocol):
+    """The runner's buffer of the whole output (local.TailBuffer)."""
+
+    truncated: bool
+
+    def text(self) -> str: ...
+
+
+class TerminalStreams:
+    """One session's live terminals: how they are shown (the client's `mode`), where their
+    updates go, and which calls announced a `_meta` terminal on their first card."""
+
+    def __init__(
+        self, mode: Mode, send: Send, store: Store, stage: Callable[[], OutputStage],
+        cwd: str, local: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.mode = mode
+        self._send = send
+        self._store = store
+        self._stage = stage
+        self._cwd = cwd
+        self._local = local
+        """Whether commands run here now (not in the editor's terminal)."""
+        self._announced: set[str] = set()
+        self._opened: dict[str, int] = {}
+
+    def decorate(self, view: ToolCallView, update: dict[str, Any], *, first: bool) -> None:
+        """Meta mode: the first card of a command that will run here announces its display
+        terminal (Zed creates it only from a `tool_call`, never from an update)."""
+        if not (first and self.mode == "meta" and _is_command(view) and self._local()):
+            return
+        update["_meta"] = {**update.get("_meta", {}), **meta_info(view.tool_call_id, self._cwd)}
+        self._announced.add(view.tool_call_id)
+
+    def open(self, call_id: str, command: str, cwd: str, output: OutputSoFar) -> LiveTerminal:
+        mode = self.mode
+        if mode == "meta" and call_id not in self._announced:
+            mode = "plain"  # its card announced no terminal: show the text instead
+        runs = self._opened[call_id] = self._opened.get(call_id, 0) + 1
+        if mode == "v2":
+            terminal_id = f"term_{call_id}" + (f"_{runs}" if runs > 1 else "")
+        else:
+            terminal_id = call_id
+        return LiveTerminal(self, mode, call_id, terminal_id, command, cwd, output)
+
+    def redact(self, text: str) -> str:
+        return self._stage().redact(text)[0]
+
+    async def send(self, update: dict[str, Any]) -> None:
+        await self._send(update)
+
+    def store(self, record: dict[str, Any]) -> None:
+        self._store(record)
+
+
+def session_terminals(
+    session: Session, caps: ClientCaps, stage: Callable[[], OutputStage]
+) -> TerminalStreams:
+    """The session's streams (made on its first prompt), for this connection's client."""
+    if session.terminals is None:
+
+        async def send(update: dict[str, Any]) -> None:
+            await session.send(update)
+
+        def store(record: dict[str, Any]) -> None:
+            session.store.append_update(session.id, record)
+
+        session.terminals = TerminalStreams(
+            mode_for(caps.protocol_version, caps.raw), send, store, stage, session.cwd,
+            local=lambda: not (caps.terminal and session.editor_terminal),
+        )
+    return session.terminals
+
+
+def replay_mode(caps: ClientCaps) -> Mode:
+    return mode_for(caps.protocol_version, caps.raw)
+
+
+def _is_command(view: ToolCallView) -> bool:
+    raw = view.raw_input
+    return view.kind == "execute" and isinstance(raw, dict) and isinstance(
+        raw.get("command"), str)
+
+
+class LiveTerminal:
+    """One command's stream. `feed` from the pipe readers, `run` as the sender task,
+    `close` once the process is gone."""
+
+    def __init__(
+        self, streams: TerminalStreams, mode: Mode, call_id: str, terminal_id: str,
+        command: str, cwd: str, output: OutputSoFar,
+    ) -> None:
+        self.streams = streams
+        self.mode = mode
+        self.call_id = call_id
+        self.terminal_id = terminal_id
+        self.command = command
+        self.cwd = cwd
+        self._output = output
+        self._redactor = StreamRedactor(streams.redact)
+        self._pending = bytearray()
+        self._skipped = 0
+        self._wake = anyio.Event()
+        self._closing = False
+        self._done = anyio.Event()
+        self._tail = ""
+        """Plain mode: the text shown so far (its last SNAPSHOT_CHARS)."""
+        self.on_text: Callable[[str], Awaitable[None]] | None = None
+        """Plain mode: where the card's live text goes (the runner's on_output)."""
+
+    @property
+    def display(self) -> bool:
+        """The client shows a terminal for it (the card embeds `terminal_id`)."""
+        return self.mode != "plain"
+
+    # --- the pipe readers' side ----------------------------------------------------------
+
+    def feed(self, data: bytes) -> None:
+        """New bytes from the process. Never waits; drops (for a snapshot) rather than grow
+        past PENDING_LIMIT."""
+        if len(self._pending) + len(data) > PENDING_LIMIT:
+            self._skipped += len(self._pending) + len(data)
+            self._pending.clear()
+        else:
+            self._pending += data
+        self._wake.set()
+
+    # --- the sender ------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Send until `close`; returns once everything is out."""
+        try:
+            if self.mode == "v2":
+                await self.streams.send(v2_started(self.terminal_id, self.command, self.cwd))
+            while not (self._closing and not self._pending and not self._skipped):
+                await self._next_batch()
+            await self._send_text(self._redactor.finish())
+        finally:
+            self._done.set()
+
+    async def _next_batch(self) -> None:
+        if not self._pending and not self._skipped and not self._closing:
+            if self._redactor.holding:
+                with anyio.move_on_after(IDLE_FLUSH):
+                    await self._wake.wait()
+                if not self._wake.is_set():
+                    await self._send_text(self._redactor.flush_partial())
+                    await self._wake.wait()
+            else:
+                await self._wake.wait()
+        wait = PLAIN_INTERVAL if self.mode == "plain" else COALESCE
+        if not self._closing and len(self._pending) < CHUNK_BYTES:
+            await anyio.sleep(wait)
+        self._wake = anyio.Event()
+        if self._skipped:
+            await self._resync()
+            return
+        data = bytes(self._pending[:CHUNK_BYTES])
+        del self._pending[:CHUNK_BYTES]
+        if self._pending:
+            self._wake.set()
+        await self._send_text(self._redactor.feed(data))
+
+    async def _send_text(self, text: str) -> None:
+        if not text:
+            return
+        if self.mode == "v2":
+            await self.streams.send(v2_chunk(self.terminal_id, to_bytes(text)))
+        elif self.mode == "meta":
+            await self.streams.send(meta_output(self.call_id, self.terminal_id, to_text(text)))
+        else:
+            self._tail = (self._tail + to_text(text))[-SNAPSHOT_CHARS:]
+            if self.on_text is not None:
+                await self.on_text(live_view(self._tail))
+
+    async def _resync(self) -> None:
+        """The client fell behind and bytes were dropped: start again from the runner's
+        buffer (which has every byte), as a snapshot of its redacted tail."""
+        skipped, self._skipped = self._skipped, 0
+        self._pending.clear()
+        self._redactor = StreamRedactor(self.streams.redact)
+        text, truncated = self._snapshot_text()
+        log.info("terminal %s: the client fell behind; %d bytes sent as a snapshot",
+                 self.terminal_id, skipped)
+        if self.mode == "v2":
+            await self.streams.send(v2_snapshot(self.terminal_id, to_bytes(text), truncated))
+            return
+        note = f"\r\n[acpd: {skipped} bytes were not shown live: the editor fell behind]\r\n"
+        if self.mode == "plain":
+            self._tail = ""
+        await self._send_text(note + text)
+
+    def _snapshot_text(self) -> tuple[str, bool]:
+        """The redacted tail of the whole output so far up to its last line end; the rest of
+        the last line goes to the new redactor, which holds it until the line is complete."""
+        tail, truncated = _tail(self._output)
+        cut = tail.rfind("\n") + 1
+        self._redactor.feed(to_bytes(tail[cut:]))
+        return self.streams.redact(tail[:cut]), truncated
+
+    # --- the end ---------------------------------------------------------------------------
+
+    async def close(self, status: Exit) -> None:
+        """Release what is held, report the exit, store the snapshot for replay. Waits for
+        the client at most CLOSE_BUDGET seconds (then the rest is dropped: the final card
+        still has the whole output)."""
+        self._closing = True
+        self._wake.set()
+        with anyio.move_on_after(CLOSE_BUDGET, shield=True):
+            await self._done.wait()
+            if self.mode == "meta":
+                await self.streams.send(meta_exit(self.call_id, self.terminal_id, status))
+            elif self.mode == "v2":
+                await self.streams.send(v2_exit(self.terminal_id, status))
+        self.streams.store(self.snapshot(status).record())
+
+    def snapshot(self, status: Exit) -> Snapshot:
+        tail, truncated = _tail(self._output)
+        data = to_bytes(self.streams.redact(tail))
+        return Snapshot(self.call_id, self.terminal_id, self.command, self.cwd, data,
+                        truncated, status)
+
+
+def _tail(output: OutputSoFar) -> tuple[str, bool]:
+    """The last SNAPSHOT_CHARS of the output from a line start (a key whose BEGIN line is
+    before it hidden), and whether anything before it is missing."""
+    text = output.text()
+    start = max(0, len(text) - SNAPSHOT_CHARS)
+    if start > 0:
+        line = text.find("\n", start)
+        start = line + 1 if line >= 0 else start
+    tail = text[start:]
+    if start > 0 and key_open_at(text, start):
+        tail = redact_key_remainder(tail)
+    return tail, output.truncated or start > 0
