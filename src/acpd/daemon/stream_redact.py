@@ -25,6 +25,7 @@ from __future__ import annotations
 import codecs
 from collections.abc import Callable
 
+import acpd.tools.filters  # noqa: F401  (before secrets: see tools/redaction.py)
 from acpd.tools.secrets import KEY_PLACEHOLDER, hold_point, key_open_at
 
 Redact = Callable[[str], str]

@@ -56,7 +56,11 @@ log = logging.getLogger("acpd.terminal")
 COALESCE = 0.002
 """Seconds the sender waits after the first new byte for more to join it."""
 PLAIN_INTERVAL = 0.03
-"""The same for plain cards: each of their updates carries the whole live tail."""
+"""The same for plain cards: each of their updates carries the whole live tail..."""
+PLAIN_BIG_INTERVAL = 0.25
+"""...and once that tail is PLAIN_BIG bytes or more, this (a flood is not resent 30 times a
+second)."""
+PLAIN_BIG = 4096
 IDLE_FLUSH = 0.02
 """Seconds without new bytes after which a line still being written is shown."""
 CHUNK_BYTES = 64 * 1024
@@ -177,6 +181,7 @@ class LiveTerminal:
         self._wake = anyio.Event()
         self._closing = False
         self._done = anyio.Event()
+        self._failed = False
         self._tail = ""
         """Plain mode: the text shown so far (its last SNAPSHOT_CHARS)."""
         self.on_text: Callable[[str], Awaitable[None]] | None = None
@@ -192,6 +197,8 @@ class LiveTerminal:
     def feed(self, data: bytes) -> None:
         """New bytes from the process. Never waits; drops (for a snapshot) rather than grow
         past PENDING_LIMIT."""
+        if self._failed:
+            return
         if len(self._pending) + len(data) > PENDING_LIMIT:
             self._skipped += len(self._pending) + len(data)
             self._pending.clear()
@@ -202,13 +209,17 @@ class LiveTerminal:
     # --- the sender ------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Send until `close`; returns once everything is out."""
+        """Send until `close`; returns once everything is out. Never raises: a stream that
+        fails stops (and says so in the log), the command and its result go on."""
         try:
             if self.mode == "v2":
                 await self.streams.send(v2_started(self.terminal_id, self.command, self.cwd))
             while not (self._closing and not self._pending and not self._skipped):
                 await self._next_batch()
             await self._send_text(self._redactor.finish())
+        except Exception as exc:
+            log.warning("terminal %s: live output stopped: %s", self.terminal_id, exc)
+            self._failed = True
         finally:
             self._done.set()
 
@@ -222,7 +233,9 @@ class LiveTerminal:
                     await self._wake.wait()
             else:
                 await self._wake.wait()
-        wait = PLAIN_INTERVAL if self.mode == "plain" else COALESCE
+        wait = COALESCE
+        if self.mode == "plain":
+            wait = PLAIN_INTERVAL if len(self._tail) < PLAIN_BIG else PLAIN_BIG_INTERVAL
         if not self._closing and len(self._pending) < CHUNK_BYTES:
             await anyio.sleep(wait)
         self._wake = anyio.Event()
@@ -282,10 +295,15 @@ class LiveTerminal:
         self._wake.set()
         with anyio.move_on_after(CLOSE_BUDGET, shield=True):
             await self._done.wait()
-            if self.mode == "meta":
-                await self.streams.send(meta_exit(self.call_id, self.terminal_id, status))
-            elif self.mode == "v2":
-                await self.streams.send(v2_exit(self.terminal_id, status))
+            try:
+                if self._failed:
+                    pass
+                elif self.mode == "meta":
+                    await self.streams.send(meta_exit(self.call_id, self.terminal_id, status))
+                elif self.mode == "v2":
+                    await self.streams.send(v2_exit(self.terminal_id, status))
+            except Exception as exc:
+                log.warning("terminal %s: its exit was not shown: %s", self.terminal_id, exc)
         self.streams.store(self.snapshot(status).record())
 
     def snapshot(self, status: Exit) -> Snapshot:
