@@ -174,6 +174,18 @@ async def test_a_timed_out_command_reports_its_signal(workspace: Path) -> None:
     assert client.screens[result.terminal_id] == b"started\n"
 
 
+async def test_a_client_that_never_reads_does_not_hold_the_result(workspace: Path) -> None:
+    """Its sends never return: the command's result still comes (the stream's end waits
+    CLOSE_BUDGET at most), whole."""
+    client = V2Client(delay=3600)
+    with anyio.fail_after(60):  # a hang, not a speed, is what this guards
+        result = await run_v2(workspace, "seq 1 50000", client)
+    assert result.exit_code == 0 and result.output.endswith("\n50000\n")
+    assert client.updates == []
+    (record,) = client.records  # the replay snapshot is still stored
+    assert b"50000" in base64.b64decode(record["_meta"]["acpd/terminal"]["data"])
+
+
 # --- the redactor --------------------------------------------------------------------------------
 
 SECRETS = [  # (a line, the value in it that must never show)

@@ -220,6 +220,7 @@ class LocalCommandRunner:
             sender.start_soon(live.run)
             await self._supervise(process, request, combined, errors, live, outcome,
                                   on_terminal, on_output)
+            sender.cancel_scope.cancel()  # done, or past its budget: nothing after the result
         if outcome.failure is not None:
             raise outcome.failure
         timed_out = outcome.timed_out
