@@ -7,6 +7,7 @@ against the v1 schema when the run ends (tests/e2e/harness.py)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +62,14 @@ def card_text(update: dict[str, Any]) -> str:
 
 
 async def released_one_by_one(
-    client: RecordingClient, workspace: Path, seen: Any, lines: list[str]
+    client: RecordingClient, workspace: Path, seen: Callable[[], str], lines: list[str]
 ) -> None:
     for n, line in enumerate(lines[:-1]):
-        await client.wait_for(lambda line=line: line in seen(), within=20)
+
+        def arrived(line: str = line) -> bool:
+            return line in seen()
+
+        await client.wait_for(arrived, within=20)
         await asyncio.to_thread((workspace / f"g{n}").touch)
 
 

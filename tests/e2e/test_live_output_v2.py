@@ -168,10 +168,11 @@ async def test_a_timed_out_command_reports_its_signal(workspace: Path) -> None:
         return None
 
     result = await runner.run(request, ignore, ignore)
-    assert result.timed_out
-    exit_status = client.exits[result.terminal_id]
+    terminal = result.terminal_id
+    assert result.timed_out and terminal is not None
+    exit_status = client.exits[terminal]
     assert exit_status["exitCode"] is None and exit_status["signal"] in ("SIGTERM", "SIGKILL")
-    assert client.screens[result.terminal_id] == b"started\n"
+    assert client.screens[terminal] == b"started\n"
 
 
 async def test_a_client_that_never_reads_does_not_hold_the_result(workspace: Path) -> None:
@@ -241,6 +242,22 @@ def test_a_private_key_fed_line_by_line_never_shows() -> None:
         assert "MIIEowIBAAKCAQEA" not in joined
         assert joined.startswith("start\n") and joined.endswith("after\n")
         assert "[REDACTED:private-key]" in joined
+
+
+@pytest.mark.parametrize("cut", ["-----BEGIN RSA ", "-----BEGIN RSA PRIVATE KEY-----",
+                                 "-----BEGIN RSA PRIVATE KEY-----\nMIIE", "-----BEGIN "])
+def test_a_key_whose_begin_line_went_out_in_part_is_still_held(cut: str) -> None:
+    """A partial flush released the start of the BEGIN line (it ended in a space): the
+    key's lines that follow, one read each, must still never show."""
+    body = "MIIEowIBAAKCAQEA7bq0" + "B" * 44
+    text = ("x\n-----BEGIN RSA PRIVATE KEY-----\n" + (body + "\n") * 5
+            + "-----END RSA PRIVATE KEY-----\ny\n")
+    head, rest = text[: text.index(cut) + len(cut)], text[text.index(cut) + len(cut):]
+    pieces = [head.encode()] + [line.encode() + b"\n" for line in rest.split("\n")[:-1]]
+    out = stream(pieces, flush_between=True)
+    assert all("MIIEowIBAAKCAQEA" not in piece for piece in out), out
+    joined = "".join(out)
+    assert "[REDACTED:private-key]" in joined and joined.endswith("y\n")
 
 
 def test_a_key_longer_than_the_hold_is_dropped_up_to_its_end_line() -> None:

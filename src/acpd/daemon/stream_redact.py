@@ -31,7 +31,7 @@ from acpd.tools.secrets import KEY_PLACEHOLDER, hold_point, key_open_at
 Redact = Callable[[str], str]
 """Text in, text with every credential replaced out (the output stage's scanner)."""
 
-LINE_CONTEXT = 512
+LINE_CONTEXT = 4096
 """How much of the line already released is rescanned with its continuation."""
 LONG_LINE = 16 * 1024
 """A line longer than this is released up to its last word without waiting for its end."""
@@ -86,7 +86,7 @@ class StreamRedactor:
         if end == 0 and len(carry) > LONG_LINE:
             end = hold_point(carry)
         segment = carry[:end]
-        begin = _open_key_start(segment)
+        begin = _open_key_start(self._line, segment)
         if begin is not None:
             if len(carry) - begin <= KEY_HOLD:
                 segment, end = segment[:begin], begin  # wait for the END line
@@ -117,16 +117,18 @@ class StreamRedactor:
                 self._carry = self._carry[-len(_KEY_END) :]  # an END may straddle two reads
             return False
         self._carry = self._carry[line_end + 1 :]
-        self._in_key = False
+        self._in_key, self._line = False, ""
         return True
 
 
-def _open_key_start(segment: str) -> int | None:
-    """Where the line of a BEGIN with no END after it starts in `segment`, if there is one."""
-    if "PRIVATE KEY" not in segment or not key_open_at(segment, len(segment)):
+def _open_key_start(context: str, segment: str) -> int | None:
+    """Where, in `segment`, the held part of a private key starts: from the line of a BEGIN
+    that has no END after it (part of that line may have gone out already, in `context`)."""
+    text = context + segment
+    if "PRIVATE KEY" not in text or not key_open_at(text, len(text)):
         return None
-    begin = segment.rfind("-----BEGIN ")
-    return segment.rfind("\n", 0, begin) + 1
+    begin = text.rfind("-----BEGIN ")
+    return max(0, text.rfind("\n", 0, begin) + 1 - len(context))
 
 
 def _after(redacted: str, redacted_context: str) -> str:
