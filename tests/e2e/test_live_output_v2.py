@@ -29,6 +29,7 @@ from acpd.daemon.terminal_wire import replay
 from acpd.tools.capabilities import CommandRequest
 from acpd.tools.output import OutputStage
 from acpd.tools.secrets import scan_secrets
+from acpd.tools.spec import ToolCallView
 from tests.e2e.schema import TS_DIR
 
 pytestmark = pytest.mark.anyio
@@ -91,9 +92,11 @@ class V2Client:
         return TerminalStreams("v2", self.send, self.records.append, OutputStage, cwd)
 
 
-async def run_v2(workspace: Path, command: str, client: V2Client) -> Any:
+async def run_v2(
+    workspace: Path, command: str, client: V2Client, limit: int = 1 << 24
+) -> Any:
     runner = LocalCommandRunner(live=client.streams(str(workspace)))
-    request = CommandRequest(command, str(workspace), 60.0, 1 << 24, roots=(str(workspace),),
+    request = CommandRequest(command, str(workspace), 60.0, limit, roots=(str(workspace),),
                              call_id="call_1")
     embedded: list[str] = []
 
@@ -156,6 +159,53 @@ async def test_a_slow_client_gets_a_snapshot_instead_of_unbounded_memory(
     sent = sum(len(base64.b64decode(u.get("data") or u.get("output", {}).get("data", "")))
                for u in client.updates)
     assert sent < size  # most of the flood was never queued for the slow client
+
+
+async def test_past_the_output_byte_limit_v2_gets_bounded_snapshots(workspace: Path) -> None:
+    client = V2Client()
+    limit = 4096
+    result = await run_v2(workspace, "seq 1 30000", client, limit)
+    chunks = [u for u in client.updates if u["sessionUpdate"] == "terminal_output_chunk"]
+    streamed = sum(len(base64.b64decode(u["data"])) for u in chunks)
+    assert 0 < streamed <= limit
+    snapshots = [base64.b64decode(u["output"]["data"]) for u in client.updates if "output" in u]
+    assert snapshots and all(len(s) <= limit for s in snapshots)
+    shown = client.screens[result.terminal_id].decode()
+    assert shown.endswith("\n30000\n") and result.output.endswith(shown)
+    assert result.truncated
+
+
+async def test_past_the_output_byte_limit_meta_says_so_then_shows_the_last_part(
+    workspace: Path,
+) -> None:
+    sent: list[dict[str, Any]] = []
+
+    async def send(update: dict[str, Any]) -> None:
+        sent.append(update)
+
+    streams = TerminalStreams("meta", send, lambda _r: None, OutputStage, str(workspace))
+    view = ToolCallView("call_m", "seq", "execute", raw_input={"command": "seq 1 30000"})
+    first: dict[str, Any] = {"sessionUpdate": "tool_call"}
+    streams.decorate(view, first, first=True)
+    assert first["_meta"]["terminal_info"]["terminal_id"] == "call_m"
+    limit = 4096
+    request = CommandRequest("seq 1 30000", str(workspace), 60.0, limit,
+                             roots=(str(workspace),), call_id="call_m")
+
+    async def ignore(*_args: Any) -> None:
+        return None
+
+    result = await LocalCommandRunner(live=streams).run(request, ignore, ignore)
+    data = [u["_meta"]["terminal_output"]["data"] for u in sent
+            if "terminal_output" in u["_meta"]]
+    joined = "".join(data)
+    head, note, rest = joined.partition("[acpd: the output passed its limit (4096 bytes)")
+    assert note and len(head.encode()) <= limit + 2 and head.startswith("1\n2\n3\n")
+    assert "bytes past the limit; their last part:]" in rest
+    assert rest.endswith("\n29999\n30000\n") and len(rest.encode()) < 2 * limit
+    assert sent[-1]["_meta"]["terminal_exit"] == {"terminal_id": "call_m", "exit_code": 0,
+                                                  "signal": None}
+    assert result.output.endswith("30000\n")
 
 
 async def test_a_timed_out_command_reports_its_signal(workspace: Path) -> None:

@@ -214,7 +214,8 @@ class LocalCommandRunner:
         if self._track is not None:
             self._track(process)
         self._groups.add(process.pid)
-        live = self._live.open(request.call_id, request.command, request.cwd, combined)
+        live = self._live.open(request.call_id, request.command, request.cwd, combined,
+                               request.output_byte_limit)
         outcome = _Outcome()
         async with anyio.create_task_group() as sender:
             sender.start_soon(live.run)

@@ -16,6 +16,10 @@ convention, or the card's text):
   pile up in a buffer of at most PENDING_LIMIT; past that they are dropped, and the client
   gets a snapshot instead (v2: a replacement `terminal_update` of the bounded tail; meta and
   plain: a note saying how much was skipped, then the tail). Memory stays bounded.
+- Caps: a command's stream carries at most its output byte limit (`outputByteLimit`, the
+  `[tools.shell] output_byte_limit`). Past it, v2 gets a replacement snapshot of the bounded
+  tail every CAPPED_INTERVAL; meta gets a note, then the tail once the command ends; plain
+  cards (a bounded tail each time, at most 4 a second) go on as before.
 - The end: `close` releases what is held, reports the exit (meta, v2) and stores one bounded
   snapshot for `session/load` (terminal_wire.replay). The tool result itself never depends
   on any of this: the runner keeps its own buffer.
@@ -44,7 +48,7 @@ from acpd.daemon.terminal_wire import (
     v2_started,
 )
 from acpd.tools.output import OutputStage, live_view
-from acpd.tools.secrets import key_open_at, redact_key_remainder
+from acpd.tools.secrets import hold_point, key_open_at, redact_key_remainder
 from acpd.tools.spec import ToolCallView
 
 if TYPE_CHECKING:
@@ -69,6 +73,8 @@ PENDING_LIMIT = 1 << 20
 """Bytes waiting for a slow client; beyond this they are dropped for a snapshot."""
 SNAPSHOT_CHARS = 64 * 1024
 """The tail kept for a snapshot (replay, resynchronisation)."""
+CAPPED_INTERVAL = 0.25
+"""v2, past the output byte limit: how often the tail snapshot is replaced."""
 CLOSE_BUDGET = 2.0
 """Seconds the end of a stream may wait for the client before it is given up."""
 
@@ -110,7 +116,9 @@ class TerminalStreams:
         update["_meta"] = {**update.get("_meta", {}), **meta_info(view.tool_call_id, self._cwd)}
         self._announced.add(view.tool_call_id)
 
-    def open(self, call_id: str, command: str, cwd: str, output: OutputSoFar) -> LiveTerminal:
+    def open(
+        self, call_id: str, command: str, cwd: str, output: OutputSoFar, limit: int
+    ) -> LiveTerminal:
         mode = self.mode
         if mode == "meta" and call_id not in self._announced:
             mode = "plain"  # its card announced no terminal: show the text instead
@@ -119,7 +127,7 @@ class TerminalStreams:
             terminal_id = f"term_{call_id}" + (f"_{runs}" if runs > 1 else "")
         else:
             terminal_id = call_id
-        return LiveTerminal(self, mode, call_id, terminal_id, command, cwd, output)
+        return LiveTerminal(self, mode, call_id, terminal_id, command, cwd, output, limit)
 
     def redact(self, text: str) -> str:
         return self._stage().redact(text)[0]
@@ -166,7 +174,7 @@ class LiveTerminal:
 
     def __init__(
         self, streams: TerminalStreams, mode: Mode, call_id: str, terminal_id: str,
-        command: str, cwd: str, output: OutputSoFar,
+        command: str, cwd: str, output: OutputSoFar, limit: int,
     ) -> None:
         self.streams = streams
         self.mode = mode
@@ -175,11 +183,18 @@ class LiveTerminal:
         self.command = command
         self.cwd = cwd
         self._output = output
+        self._limit = limit
+        self._streamed = 0
+        """Bytes given to the redactor so far."""
+        self._over = 0
+        """Bytes past the limit (capped: from then on bytes are only counted)."""
+        self._over_shown = 0
         self._redactor = StreamRedactor(streams.redact)
         self._pending = bytearray()
         self._skipped = 0
         self._wake = anyio.Event()
         self._closing = False
+        self._close_requested = anyio.Event()
         self._done = anyio.Event()
         self._failed = False
         self._tail = ""
@@ -199,7 +214,9 @@ class LiveTerminal:
         past PENDING_LIMIT."""
         if self._failed:
             return
-        if len(self._pending) + len(data) > PENDING_LIMIT:
+        if self._over:
+            self._over += len(data)
+        elif len(self._pending) + len(data) > PENDING_LIMIT:
             self._skipped += len(self._pending) + len(data)
             self._pending.clear()
         else:
@@ -215,8 +232,11 @@ class LiveTerminal:
             if self.mode == "v2":
                 await self.streams.send(v2_started(self.terminal_id, self.command, self.cwd))
             while not (self._closing and not self._pending and not self._skipped):
-                await self._next_batch()
-            await self._send_text(self._redactor.finish())
+                await (self._capped_batch() if self._over else self._next_batch())
+            if self._over:
+                await self._capped_end()
+            else:
+                await self._send_text(self._redactor.finish())
         except Exception as exc:
             log.warning("terminal %s: live output stopped: %s", self.terminal_id, exc)
             self._failed = True
@@ -244,9 +264,50 @@ class LiveTerminal:
             return
         data = bytes(self._pending[:CHUNK_BYTES])
         del self._pending[:CHUNK_BYTES]
+        if self.mode != "plain" and self._streamed + len(data) > self._limit:
+            await self._cap(data)
+            return
         if self._pending:
             self._wake.set()
+        self._streamed += len(data)
         await self._send_text(self._redactor.feed(data))
+
+    async def _cap(self, data: bytes) -> None:
+        """The limit is reached within `data`: send up to it, then only count."""
+        keep = max(0, self._limit - self._streamed)
+        self._over = len(data) - keep + len(self._pending) or 1
+        self._pending.clear()
+        self._streamed += keep
+        await self._send_text(self._redactor.feed(data[:keep]))
+        if self.mode == "meta":
+            await self._send_text(
+                f"\r\n[acpd: the output passed its limit ({self._limit} bytes): its last "
+                "part is shown when the command ends]\r\n")
+
+    async def _capped_batch(self) -> None:
+        """Past the limit: v2 gets the tail as a replacement snapshot now and then."""
+        if self.mode == "v2" and not self._closing:
+            with anyio.move_on_after(CAPPED_INTERVAL):
+                await self._close_requested.wait()
+            if self._over != self._over_shown:
+                self._over_shown = self._over
+                tail, _ = _tail(self._output)
+                data = to_bytes(self.streams.redact(tail[: hold_point(tail)]))
+                await self.streams.send(v2_snapshot(self.terminal_id, data, True))
+        elif not self._closing:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+
+    async def _capped_end(self) -> None:
+        tail, _ = _tail(self._output, min(self._over, SNAPSHOT_CHARS))
+        text = self.streams.redact(tail)
+        if self.mode == "v2":
+            whole, _ = _tail(self._output)
+            data = to_bytes(self.streams.redact(whole))
+            await self.streams.send(v2_snapshot(self.terminal_id, data, True))
+        else:
+            note = f"\r\n[acpd: {self._over} bytes past the limit; their last part:]\r\n"
+            await self._send_text(note + text)
 
     async def _send_text(self, text: str) -> None:
         if not text:
@@ -292,6 +353,7 @@ class LiveTerminal:
         the client at most CLOSE_BUDGET seconds (then the rest is dropped: the final card
         still has the whole output)."""
         self._closing = True
+        self._close_requested.set()
         self._wake.set()
         with anyio.move_on_after(CLOSE_BUDGET, shield=True):
             await self._done.wait()
@@ -313,11 +375,11 @@ class LiveTerminal:
                         truncated, status)
 
 
-def _tail(output: OutputSoFar) -> tuple[str, bool]:
-    """The last SNAPSHOT_CHARS of the output from a line start (a key whose BEGIN line is
-    before it hidden), and whether anything before it is missing."""
+def _tail(output: OutputSoFar, chars: int = SNAPSHOT_CHARS) -> tuple[str, bool]:
+    """The last `chars` characters of the output from a line start (a key whose BEGIN line
+    is before it hidden), and whether anything before it is missing."""
     text = output.text()
-    start = max(0, len(text) - SNAPSHOT_CHARS)
+    start = max(0, len(text) - chars)
     if start > 0:
         line = text.find("\n", start)
         start = line + 1 if line >= 0 else start
