@@ -22,11 +22,11 @@ import anyio.to_thread
 
 from acpd.daemon.config import DEFAULT_ENV_BLOCKLIST
 from acpd.daemon.confine import RulesSource, confine
+from acpd.daemon.tail_buffer import TailBuffer as TailBuffer  # re-exported (demo, tests)
 from acpd.daemon.terminal_stream import LiveTerminal, TerminalStreams
 from acpd.daemon.terminal_wire import Exit
 from acpd.tools.capabilities import CommandRequest, CommandResult, OnOutput, OnTerminal
 from acpd.tools.output import OutputStage
-from acpd.tools.secrets import key_open_at, redact_key_remainder
 
 KILL_GRACE = 2.0
 """Seconds a command's group has between SIGTERM and SIGKILL (a timeout, a cancel)."""
@@ -106,66 +106,6 @@ def _write_atomic(path: str, content: str) -> None:
         os.fsync(handle.fileno())
     os.replace(temp, path)
 
-
-
-class TailBuffer:
-    """Keeps the last `limit` bytes (None: all), like an editor terminal's outputByteLimit.
-
-    The front is cut with the secret scanner in mind ("scan before cutting"): the cut moves
-    forward to a whitespace byte (within SAFE_CUT_SCAN bytes) so no credential is left with
-    its head cut off and its tail shown, and a private key whose BEGIN line was cut off is
-    remembered, so `text()` hides its remaining lines instead of showing them as plain text.
-    """
-
-    def __init__(self, limit: int | None) -> None:
-        self.limit = limit
-        self.data = bytearray()
-        self.truncated = False
-        self.total = 0
-        """Bytes ever added: grows with every chunk, whatever the cut keeps."""
-        self.key_open = False
-        """The kept text starts inside a private key whose BEGIN line was cut off."""
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        self.data += chunk
-        if self.limit is not None and len(self.data) > self.limit:
-            cut = _safe_cut(self.data, len(self.data) - self.limit)
-            self.key_open = _key_open_after(self.data, cut, self.key_open)
-            del self.data[:cut]
-            self.truncated = True
-
-    def text(self) -> str:
-        text = self.data.decode("utf-8", errors="replace")
-        return redact_key_remainder(text) if self.key_open else text
-
-
-SAFE_CUT_SCAN = 4096
-
-
-def _safe_cut(data: bytearray, cut: int) -> int:
-    """A front cut at or after `cut`: after the next whitespace byte when there is one
-    within SAFE_CUT_SCAN bytes (never inside a word, so never inside a token), else at a
-    UTF-8 character boundary."""
-    window = bytes(data[cut : cut + SAFE_CUT_SCAN])
-    if cut > 0 and not data[cut - 1 : cut].isspace():
-        spaces = [i for i in (window.find(c) for c in b" \n\t\r") if i >= 0]
-        if spaces:
-            return cut + min(spaces) + 1
-    while cut < len(data) and data[cut] & 0xC0 == 0x80:
-        cut += 1
-    return cut
-
-
-def _key_open_after(data: bytearray, cut: int, was_open: bool) -> bool:
-    """Whether the text from `cut` on starts inside a private key, given whether the text
-    before data[0] did."""
-    head = bytes(data[: cut + 64]).decode("latin-1")  # ASCII markers; a BEGIN line may straddle
-    if key_open_at(head, cut):
-        return True
-    if was_open:
-        return "-----END " not in head[:cut]
-    return False
 
 
 class LocalCommandRunner:

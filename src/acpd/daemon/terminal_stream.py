@@ -87,7 +87,13 @@ class OutputSoFar(Protocol):
 
     truncated: bool
 
-    def text(self) -> str: ...
+    def recent(self, size: int) -> tuple[str, bool]:
+        """The text of (about) the last `size` bytes, and whether bytes before it exist."""
+        ...
+
+
+KEY_LOOKBACK = 64 * 1024
+"""Bytes read before a snapshot's start to find a private key it may start inside."""
 
 
 class TerminalStreams:
@@ -377,8 +383,9 @@ class LiveTerminal:
 
 def _tail(output: OutputSoFar, chars: int = SNAPSHOT_CHARS) -> tuple[str, bool]:
     """The last `chars` characters of the output from a line start (a key whose BEGIN line
-    is before it hidden), and whether anything before it is missing."""
-    text = output.text()
+    is before it hidden), and whether anything before it is missing. Decodes only the end of
+    the buffer (a limit of 1 GiB does not make each snapshot decode 1 GiB)."""
+    text, cut_before = output.recent(4 * chars + KEY_LOOKBACK)
     start = max(0, len(text) - chars)
     if start > 0:
         line = text.find("\n", start)
@@ -386,4 +393,4 @@ def _tail(output: OutputSoFar, chars: int = SNAPSHOT_CHARS) -> tuple[str, bool]:
     tail = text[start:]
     if start > 0 and key_open_at(text, start):
         tail = redact_key_remainder(tail)
-    return tail, output.truncated or start > 0
+    return tail, output.truncated or cut_before or start > 0
