@@ -9,9 +9,12 @@ subtracts. Measured in the same run:
     looked at every 250 ms);
   - acpd, v1 `_meta` terminal (a client that sends `_meta.terminal_output`, as Zed does):
     `tool_call_update._meta.terminal_output` chunks;
-  - acpd, plain card (a client that asked for nothing): the card's live text.
-Every acpd run goes through `acpd serve`, the scripted model, the shell policy and the kernel
-sandbox. Target: p95 < 50 ms for the `_meta` path.
+  - acpd, plain card (a client that asked for nothing): the card's live text;
+  - v2 `terminal_output_chunk`, in process: the local runner (sandbox included) with a v2
+    stream, timed when the update is handed to the connection (this branch answers
+    `initialize` with v1, so v2 cannot be asked for through `acpd serve` yet).
+The `_meta` and plain runs go through `acpd serve`, the scripted model, the shell policy and
+the kernel sandbox. Target: p95 < 50 ms for the `_meta` path.
 Run: .venv/bin/python benchmarks/live_output.py [--lines 200] [--interval 0.02]
 """
 
@@ -145,6 +148,38 @@ def through_acpd(cmd: str, caps: dict[str, Any]) -> list[float]:
     return latencies_of(editor.arrivals)
 
 
+def v2_in_process(cmd: str) -> list[float]:
+    import base64
+
+    import anyio
+
+    from acpd.daemon.local import LocalCommandRunner
+    from acpd.daemon.terminal_stream import TerminalStreams
+    from acpd.tools.capabilities import CommandRequest
+    from acpd.tools.output import OutputStage
+
+    workspace = Path(temp_dir())
+    latencies: list[float] = []
+
+    async def send(update: dict[str, Any]) -> None:
+        now = time.time()
+        if update["sessionUpdate"] == "terminal_output_chunk":
+            text = base64.b64decode(update["data"]).decode()
+            latencies.extend(now - t for t in stamps(text))
+
+    async def nothing(*_args: Any) -> None:
+        return None
+
+    async def run() -> None:
+        streams = TerminalStreams("v2", send, lambda _r: None, OutputStage, str(workspace))
+        request = CommandRequest(cmd, str(workspace), 120.0, 1 << 20,
+                                 roots=(str(workspace),), call_id="bench")
+        await LocalCommandRunner(live=streams).run(request, nothing, nothing)
+
+    anyio.run(run)
+    return latencies
+
+
 def latencies_of(arrivals: list[tuple[float, dict[str, Any]]]) -> list[float]:
     """Each stamp counted once, when it first reached the client (a plain card resends
     its tail; only new lines count)."""
@@ -189,6 +224,7 @@ def main() -> None:
             "_meta": {"terminal_output": True}}
     _, p95 = show("acpd, v1 _meta terminal (Zed)", through_acpd(cmd, meta), args.lines)
     show("acpd, plain card text", through_acpd(cmd, {"terminal": False}), args.lines)
+    show("v2 terminal_output_chunk (in process)", v2_in_process(cmd), args.lines)
     print(f"  _meta path p95 {p95:.1f} ms: {p95 - floor:+.1f} ms over the raw pipe, "
           f"{polled / p95:.1f}x better than polling; target < 50 ms: "
           f"{'met' if p95 < 50 else 'MISSED'}")
