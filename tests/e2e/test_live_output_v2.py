@@ -208,6 +208,27 @@ async def test_past_the_output_byte_limit_meta_says_so_then_shows_the_last_part(
     assert result.output.endswith("30000\n")
 
 
+async def test_past_the_limit_a_plain_card_keeps_showing_the_tail(workspace: Path) -> None:
+    shown: list[str] = []
+
+    async def on_output(text: str) -> None:
+        shown.append(text)
+
+    async def on_terminal(*_args: Any) -> None:
+        raise AssertionError("a plain card embeds no terminal")
+
+    async def send(update: dict[str, Any]) -> None:
+        raise AssertionError(f"a plain card sends no terminal updates: {update}")
+
+    streams = TerminalStreams("plain", send, lambda _r: None, OutputStage, str(workspace))
+    request = CommandRequest("seq 1 30000", str(workspace), 60.0, 4096,
+                             roots=(str(workspace),), call_id="call_p")
+    result = await LocalCommandRunner(live=streams).run(request, on_terminal, on_output)
+    assert shown and shown[0].startswith("1\n2\n")
+    assert shown[-1].endswith("\n29999\n30000\n") and len(shown[-1]) <= 4096
+    assert result.terminal_id is None and result.output.endswith("30000\n")
+
+
 async def test_a_timed_out_command_reports_its_signal(workspace: Path) -> None:
     client = V2Client()
     runner = LocalCommandRunner(live=client.streams(str(workspace)))

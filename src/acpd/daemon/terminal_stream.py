@@ -17,9 +17,10 @@ convention, or the card's text):
   gets a snapshot instead (v2: a replacement `terminal_update` of the bounded tail; meta and
   plain: a note saying how much was skipped, then the tail). Memory stays bounded.
 - Caps: a command's stream carries at most its output byte limit (`outputByteLimit`, the
-  `[tools.shell] output_byte_limit`). Past it, v2 gets a replacement snapshot of the bounded
-  tail every CAPPED_INTERVAL; meta gets a note, then the tail once the command ends; plain
-  cards (a bounded tail each time, at most 4 a second) go on as before.
+  `[tools.shell] output_byte_limit`). Past it, nothing more is scanned byte by byte: v2 gets
+  a replacement snapshot of the bounded tail every CAPPED_INTERVAL, a plain card its tail
+  every PLAIN_BIG_INTERVAL (the old polling's shape, for a flood only); meta gets a note,
+  then the tail once the command ends.
 - The end: `close` releases what is held, reports the exit (meta, v2) and stores one bounded
   snapshot for `session/load` (terminal_wire.replay). The tool result itself never depends
   on any of this: the runner keeps its own buffer.
@@ -32,6 +33,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
+import anyio.lowlevel
 
 from acpd.daemon.stream_redact import StreamRedactor, to_bytes, to_text
 from acpd.daemon.terminal_wire import (
@@ -270,13 +272,14 @@ class LiveTerminal:
             return
         data = bytes(self._pending[:CHUNK_BYTES])
         del self._pending[:CHUNK_BYTES]
-        if self.mode != "plain" and self._streamed + len(data) > self._limit:
+        if self._streamed + len(data) > self._limit:
             await self._cap(data)
             return
         if self._pending:
             self._wake.set()
         self._streamed += len(data)
         await self._send_text(self._redactor.feed(data))
+        await anyio.lowlevel.checkpoint()  # a flood is drained in turns with everyone else
 
     async def _cap(self, data: bytes) -> None:
         """The limit is reached within `data`: send up to it, then only count."""
@@ -291,29 +294,35 @@ class LiveTerminal:
                 "part is shown when the command ends]\r\n")
 
     async def _capped_batch(self) -> None:
-        """Past the limit: v2 gets the tail as a replacement snapshot now and then."""
-        if self.mode == "v2" and not self._closing:
-            with anyio.move_on_after(CAPPED_INTERVAL):
-                await self._close_requested.wait()
-            if self._over != self._over_shown:
-                self._over_shown = self._over
-                tail, _ = _tail(self._output)
-                data = to_bytes(self.streams.redact(tail[: hold_point(tail)]))
-                await self.streams.send(v2_snapshot(self.terminal_id, data, True))
-        elif not self._closing:
-            await self._wake.wait()
-            self._wake = anyio.Event()
+        """Past the limit, the bounded tail now and then: v2 as a replacement snapshot, a
+        plain card as its text (as it always is); a `_meta` terminal waits for the end."""
+        if self.mode == "meta" or self._closing:
+            if not self._closing:
+                await self._wake.wait()
+                self._wake = anyio.Event()
+            return
+        interval = CAPPED_INTERVAL if self.mode == "v2" else PLAIN_BIG_INTERVAL
+        with anyio.move_on_after(interval):
+            await self._close_requested.wait()
+        if self._over != self._over_shown and not self._closing:
+            self._over_shown = self._over
+            await self._show_tail(hold=True)
+
+    async def _show_tail(self, *, hold: bool) -> None:
+        tail, _ = _tail(self._output)
+        text = self.streams.redact(tail[: hold_point(tail)] if hold else tail)
+        if self.mode == "v2":
+            await self.streams.send(v2_snapshot(self.terminal_id, to_bytes(text), True))
+        elif self.on_text is not None:
+            await self.on_text(live_view(to_text(text)))
 
     async def _capped_end(self) -> None:
+        if self.mode != "meta":
+            await self._show_tail(hold=False)
+            return
         tail, _ = _tail(self._output, min(self._over, SNAPSHOT_CHARS))
-        text = self.streams.redact(tail)
-        if self.mode == "v2":
-            whole, _ = _tail(self._output)
-            data = to_bytes(self.streams.redact(whole))
-            await self.streams.send(v2_snapshot(self.terminal_id, data, True))
-        else:
-            note = f"\r\n[acpd: {self._over} bytes past the limit; their last part:]\r\n"
-            await self._send_text(note + text)
+        note = f"\r\n[acpd: {self._over} bytes past the limit; their last part:]\r\n"
+        await self._send_text(note + self.streams.redact(tail))
 
     async def _send_text(self, text: str) -> None:
         if not text:
