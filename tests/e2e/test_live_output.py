@@ -15,7 +15,7 @@ import pytest
 from acp.schema import ClientCapabilities, FileSystemCapabilities
 
 from tests.e2e.client import RecordingClient
-from tests.e2e.harness import acpd, text, write_script
+from tests.e2e.harness import acpd, sleep_marker, text, wait_unmarked, write_script
 
 pytestmark = pytest.mark.anyio
 
@@ -260,3 +260,31 @@ async def test_a_flood_of_output_does_not_stall_another_session(
     numbers = [line for line in joined.splitlines() if line.isdigit()]
     assert numbers[:3] == ["1", "2", "3"]
     assert "end-of-flood" in final["rawOutput"]["stdout"]
+
+
+async def test_cancel_while_streaming_reports_the_exit_before_the_answer(
+    tmp_path: Path, data_dir: Path, workspace: Path
+) -> None:
+    mark = sleep_marker()
+    script = write_script(tmp_path / "s.json", [
+        *bash_then(f"echo started; sleep {mark}")[:1], {"text": "after"}])
+    client = RecordingClient()
+    async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
+                    script=script) as run:
+        session_id = await run.open_session(meta_caps())
+        prompt = asyncio.ensure_future(
+            run.conn.prompt(session_id=session_id, prompt=text("go")))
+        await client.wait_for(lambda: bool(client.tool_calls()))
+        call_id = client.tool_calls()[0]["toolCallId"]
+        await client.wait_for(lambda: "started\n" in "".join(outputs(client, call_id)), 20)
+        await run.conn.cancel(session_id=session_id)
+        assert (await asyncio.wait_for(prompt, 15)).stop_reason == "cancelled"
+        assert await wait_unmarked(mark) == []
+        updates = client.tool_updates(call_id)
+        final = client.final(call_id)
+        (exit_info,) = [m for u in updates if (m := meta_of(u, "terminal_exit")) is not None]
+        assert exit_info["terminal_id"] == call_id and exit_info["exit_code"] is None
+        assert exit_info["signal"] in ("SIGTERM", "SIGKILL")
+        assert final["status"] == "failed"
+        assert await run.prompt(session_id, "again") == "end_turn"
+    # (the harness checks that nothing of the turn came after its answer)

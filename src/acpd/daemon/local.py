@@ -196,8 +196,9 @@ class LocalCommandRunner:
             with anyio.CancelScope(shield=True):
                 await kill_group(process, self._groups.kill_grace)
                 self._groups.discard(process.pid)
-                code = None if outcome.timed_out else process.returncode
-                await live.close(Exit(code, _signal_name(process.returncode)))
+                code = process.returncode  # negative: killed by that signal, no exit code
+                exit_code = None if outcome.timed_out or code is None or code < 0 else code
+                await live.close(Exit(exit_code, _signal_name(code)))
 
 
 @dataclass(slots=True)
