@@ -269,6 +269,10 @@ SECRETS = [  # (a line, the value in it that must never show)
     ("url https://deploy:hunter2hunter2@example.com/x ok\n", "hunter2hunter2"),
     ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
      "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("Authorization: Bearer\neyZ9k2Lm4Np6Qr8St0Uv2Wx4Yz6Ab8Cd\n",
+     "eyZ9k2Lm4Np6Qr8St0Uv2Wx4Yz6Ab8Cd"),
+    ("aws_secret_access_key =\nwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
+     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
 ]
 
 

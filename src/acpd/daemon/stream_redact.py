@@ -9,9 +9,10 @@ a line start for `TOKEN=...`). So `StreamRedactor` never scans a fragment on its
 - Text is released a line at a time (`feed`). A line still being written is released only
   by `flush_partial` (the caller's idle timer), and then only up to its trailing word
   (`hold_point`): a token is never cut in two.
-- Each release is scanned together with what was already released of the same line (at most
-  LINE_CONTEXT characters), and only the part after that context is returned: a value whose
-  keyword went out in the previous release is still recognised.
+- Each release is scanned together with the text released just before it (at most
+  LINE_CONTEXT characters, across lines), and only the part after that context is returned:
+  a value whose keyword went out in an earlier release (`Bearer `, or `Bearer` at the end of
+  the previous line) is still recognised.
 - A private key spans lines: from a BEGIN line without its END line, lines are held (at most
   KEY_HOLD characters) until the END arrives; past that, the key is replaced by the
   placeholder and its further lines are dropped up to its END line.
@@ -32,7 +33,7 @@ Redact = Callable[[str], str]
 """Text in, text with every credential replaced out (the output stage's scanner)."""
 
 LINE_CONTEXT = 4096
-"""How much of the line already released is rescanned with its continuation."""
+"""How much of the text already released is rescanned with what follows it."""
 LONG_LINE = 16 * 1024
 """A line longer than this is released up to its last word without waiting for its end."""
 KEY_HOLD = 64 * 1024
@@ -104,8 +105,8 @@ class StreamRedactor:
             return ""
         context = self._line
         out = _after(self._redact(context + segment), self._redact(context) if context else "")
-        last = segment.rfind("\n")
-        self._line = (context + segment if last < 0 else segment[last + 1 :])[-LINE_CONTEXT:]
+        # The context spans lines: `Bearer\n<token>` is one match for the scanner too.
+        self._line = (context + segment)[-LINE_CONTEXT:]
         return out
 
     def _skip_key(self) -> bool:
