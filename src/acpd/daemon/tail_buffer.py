@@ -1,7 +1,10 @@
 """The local runner's output buffer: the last `limit` bytes of a command's output, cut with
-the secret scanner in mind (see TailBuffer)."""
+the secret scanner in mind (see TailBuffer), and the bounded tail a live terminal's snapshot
+shows of it (`snapshot_tail`)."""
 
 from __future__ import annotations
+
+from typing import Protocol
 
 import acpd.tools.filters  # noqa: F401  (before secrets: see tools/redaction.py)
 from acpd.tools.secrets import key_open_at, redact_key_remainder
@@ -75,3 +78,32 @@ def _key_open_after(data: bytearray, cut: int, was_open: bool) -> bool:
     if was_open:
         return "-----END " not in head[:cut]
     return False
+
+
+class OutputSoFar(Protocol):
+    """What a snapshot reads: TailBuffer."""
+
+    truncated: bool
+
+    def recent(self, size: int) -> tuple[str, bool]:
+        """The text of (about) the last `size` bytes, and whether bytes before it exist."""
+        ...
+
+
+KEY_LOOKBACK = 64 * 1024
+"""Bytes read before a snapshot's start to find a private key it may start inside."""
+
+
+def snapshot_tail(output: OutputSoFar, chars: int) -> tuple[str, bool]:
+    """The last `chars` characters of the output from a line start (a key whose BEGIN line
+    is before it hidden), and whether anything before it is missing. Decodes only the end of
+    the buffer (a limit of 1 GiB does not make each snapshot decode 1 GiB)."""
+    text, cut_before = output.recent(4 * chars + KEY_LOOKBACK)
+    start = max(0, len(text) - chars)
+    if start > 0:
+        line = text.find("\n", start)
+        start = line + 1 if line >= 0 else start
+    tail = text[start:]
+    if start > 0 and key_open_at(text, start):
+        tail = redact_key_remainder(tail)
+    return tail, output.truncated or cut_before or start > 0

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
 
 from acpd.daemon.stream_redact import StreamRedactor, to_bytes, to_text
+from acpd.daemon.tail_buffer import OutputSoFar, snapshot_tail
 from acpd.daemon.terminal_wire import (
     Exit,
     Mode,
@@ -50,7 +51,7 @@ from acpd.daemon.terminal_wire import (
     v2_started,
 )
 from acpd.tools.output import OutputStage, live_view
-from acpd.tools.secrets import hold_point, key_open_at, redact_key_remainder
+from acpd.tools.secrets import hold_point
 from acpd.tools.spec import ToolCallView
 
 if TYPE_CHECKING:
@@ -82,20 +83,6 @@ CLOSE_BUDGET = 2.0
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Store = Callable[[dict[str, Any]], None]
-
-
-class OutputSoFar(Protocol):
-    """The runner's buffer of the whole output (local.TailBuffer)."""
-
-    truncated: bool
-
-    def recent(self, size: int) -> tuple[str, bool]:
-        """The text of (about) the last `size` bytes, and whether bytes before it exist."""
-        ...
-
-
-KEY_LOOKBACK = 64 * 1024
-"""Bytes read before a snapshot's start to find a private key it may start inside."""
 
 
 class TerminalStreams:
@@ -309,7 +296,7 @@ class LiveTerminal:
             await self._show_tail(hold=True)
 
     async def _show_tail(self, *, hold: bool) -> None:
-        tail, _ = _tail(self._output)
+        tail, _ = snapshot_tail(self._output, SNAPSHOT_CHARS)
         text = self.streams.redact(tail[: hold_point(tail)] if hold else tail)
         if self.mode == "v2":
             await self.streams.send(v2_snapshot(self.terminal_id, to_bytes(text), True))
@@ -320,7 +307,7 @@ class LiveTerminal:
         if self.mode != "meta":
             await self._show_tail(hold=False)
             return
-        tail, _ = _tail(self._output, min(self._over, SNAPSHOT_CHARS))
+        tail, _ = snapshot_tail(self._output, min(self._over, SNAPSHOT_CHARS))
         note = f"\r\n[acpd: {self._over} bytes past the limit; their last part:]\r\n"
         await self._send_text(note + self.streams.redact(tail))
 
@@ -356,7 +343,7 @@ class LiveTerminal:
     def _snapshot_text(self) -> tuple[str, bool]:
         """The redacted tail of the whole output so far up to its last line end; the rest of
         the last line goes to the new redactor, which holds it until the line is complete."""
-        tail, truncated = _tail(self._output)
+        tail, truncated = snapshot_tail(self._output, SNAPSHOT_CHARS)
         cut = tail.rfind("\n") + 1
         self._redactor.feed(to_bytes(tail[cut:]))
         return self.streams.redact(tail[:cut]), truncated
@@ -384,22 +371,7 @@ class LiveTerminal:
         self.streams.store(self.snapshot(status).record())
 
     def snapshot(self, status: Exit) -> Snapshot:
-        tail, truncated = _tail(self._output)
+        tail, truncated = snapshot_tail(self._output, SNAPSHOT_CHARS)
         data = to_bytes(self.streams.redact(tail))
         return Snapshot(self.call_id, self.terminal_id, self.command, self.cwd, data,
                         truncated, status)
-
-
-def _tail(output: OutputSoFar, chars: int = SNAPSHOT_CHARS) -> tuple[str, bool]:
-    """The last `chars` characters of the output from a line start (a key whose BEGIN line
-    is before it hidden), and whether anything before it is missing. Decodes only the end of
-    the buffer (a limit of 1 GiB does not make each snapshot decode 1 GiB)."""
-    text, cut_before = output.recent(4 * chars + KEY_LOOKBACK)
-    start = max(0, len(text) - chars)
-    if start > 0:
-        line = text.find("\n", start)
-        start = line + 1 if line >= 0 else start
-    tail = text[start:]
-    if start > 0 and key_open_at(text, start):
-        tail = redact_key_remainder(tail)
-    return tail, output.truncated or cut_before or start > 0
