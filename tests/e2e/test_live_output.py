@@ -236,9 +236,11 @@ async def test_a_flood_of_output_does_not_stall_another_session(
     flood = ("if [ -e started ]; then echo quiet; else touch started; "
              "while [ ! -e stop ]; do seq 1 20000; done; echo end-of-flood; fi")
     script = write_script(tmp_path / "s.json", bash_then(flood))
+    config = tmp_path / "acpd.toml"  # a limit the flood does not reach: it streams throughout
+    config.write_text(f"[tools.shell]\noutput_byte_limit = {1 << 30}\n")
     client = RecordingClient()
     async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
-                    script=script) as run:
+                    script=script, args=("--config", str(config))) as run:
         await run.initialize(meta_caps())
         a = await run.new_session()
         b = await run.new_session()
@@ -248,6 +250,10 @@ async def test_a_flood_of_output_does_not_stall_another_session(
                                       if u["sessionId"] == a), within=20)
         assert await asyncio.wait_for(run.prompt(b, "b"), 60) == "end_turn"
         assert not prompt_a.done()  # A is still flooding
+        answered_b = len(client.events)
+        await client.wait_for(lambda: any(  # and A's chunks still flow after B's answer
+            kind == "update" and meta_of(u, "terminal_output") and u["sessionId"] == a
+            for kind, u in client.events[answered_b:]), within=20)
         (call_b,) = [c for c in client.tool_calls() if c["sessionId"] == b]
         assert "quiet" in card_text(client.final(call_b["toolCallId"]))
         await asyncio.to_thread((workspace / "stop").touch)
