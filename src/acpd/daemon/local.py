@@ -13,7 +13,8 @@ import os
 import re
 import signal
 import subprocess
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import anyio
 import anyio.abc
@@ -21,15 +22,16 @@ import anyio.to_thread
 
 from acpd.daemon.config import DEFAULT_ENV_BLOCKLIST
 from acpd.daemon.confine import RulesSource, confine
+from acpd.daemon.tail_buffer import TailBuffer as TailBuffer  # re-exported (demo, tests)
+from acpd.daemon.terminal_stream import LiveTerminal, TerminalStreams
+from acpd.daemon.terminal_wire import Exit
 from acpd.tools.capabilities import CommandRequest, CommandResult, OnOutput, OnTerminal
-from acpd.tools.output import live_view
-from acpd.tools.secrets import key_open_at, redact_key_remainder
+from acpd.tools.output import OutputStage
 
 KILL_GRACE = 2.0
 """Seconds a command's group has between SIGTERM and SIGKILL (a timeout, a cancel)."""
 STOP_KILL_GRACE = 0.5
 """The same when the daemon stops: it must be gone within 3 s whatever its commands do."""
-STREAM_INTERVAL = 0.25
 
 QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb"}
 
@@ -106,66 +108,6 @@ def _write_atomic(path: str, content: str) -> None:
 
 
 
-class TailBuffer:
-    """Keeps the last `limit` bytes (None: all), like an editor terminal's outputByteLimit.
-
-    The front is cut with the secret scanner in mind ("scan before cutting"): the cut moves
-    forward to a whitespace byte (within SAFE_CUT_SCAN bytes) so no credential is left with
-    its head cut off and its tail shown, and a private key whose BEGIN line was cut off is
-    remembered, so `text()` hides its remaining lines instead of showing them as plain text.
-    """
-
-    def __init__(self, limit: int | None) -> None:
-        self.limit = limit
-        self.data = bytearray()
-        self.truncated = False
-        self.total = 0
-        """Bytes ever added: grows with every chunk, whatever the cut keeps."""
-        self.key_open = False
-        """The kept text starts inside a private key whose BEGIN line was cut off."""
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        self.data += chunk
-        if self.limit is not None and len(self.data) > self.limit:
-            cut = _safe_cut(self.data, len(self.data) - self.limit)
-            self.key_open = _key_open_after(self.data, cut, self.key_open)
-            del self.data[:cut]
-            self.truncated = True
-
-    def text(self) -> str:
-        text = self.data.decode("utf-8", errors="replace")
-        return redact_key_remainder(text) if self.key_open else text
-
-
-SAFE_CUT_SCAN = 4096
-
-
-def _safe_cut(data: bytearray, cut: int) -> int:
-    """A front cut at or after `cut`: after the next whitespace byte when there is one
-    within SAFE_CUT_SCAN bytes (never inside a word, so never inside a token), else at a
-    UTF-8 character boundary."""
-    window = bytes(data[cut : cut + SAFE_CUT_SCAN])
-    if cut > 0 and not data[cut - 1 : cut].isspace():
-        spaces = [i for i in (window.find(c) for c in b" \n\t\r") if i >= 0]
-        if spaces:
-            return cut + min(spaces) + 1
-    while cut < len(data) and data[cut] & 0xC0 == 0x80:
-        cut += 1
-    return cut
-
-
-def _key_open_after(data: bytearray, cut: int, was_open: bool) -> bool:
-    """Whether the text from `cut` on starts inside a private key, given whether the text
-    before data[0] did."""
-    head = bytes(data[: cut + 64]).decode("latin-1")  # ASCII markers; a BEGIN line may straddle
-    if key_open_at(head, cut):
-        return True
-    if was_open:
-        return "-----END " not in head[:cut]
-    return False
-
-
 class LocalCommandRunner:
     """Runs bash in the kernel sandbox (daemon/confine.py), in its own process group; timeout
     and cancellation kill the group, and with it the sandbox's PID namespace (every process
@@ -175,8 +117,11 @@ class LocalCommandRunner:
         self, track: Callable[[anyio.abc.Process], None] | None = None, *,
         env_blocklist: Sequence[str] = DEFAULT_ENV_BLOCKLIST,
         groups: ProcessGroups | None = None, rules: RulesSource | None = None,
+        live: TerminalStreams | None = None,
     ) -> None:
         self._track = track
+        self._live = live if live is not None else _card_only()
+        """How the output is shown while it runs (daemon/terminal_stream.py)."""
         self._blocked = env_matcher(env_blocklist)
         self._groups = groups if groups is not None else ProcessGroups()
         """The connection's running commands, which its stop ends (see ProcessGroups)."""
@@ -209,28 +154,17 @@ class LocalCommandRunner:
         if self._track is not None:
             self._track(process)
         self._groups.add(process.pid)
-        timed_out = False
-        try:
-            if self._groups.stopping:  # the stop came while it started: it ends at once
-                raise OSError("acpd is stopping: the command was not run")
-            with anyio.move_on_after(request.timeout) as deadline:
-                async with anyio.create_task_group() as tg:
-                    out_done, err_done = anyio.Event(), anyio.Event()
-                    tg.start_soon(_pump, process.stdout, [combined], out_done)
-                    tg.start_soon(_pump, process.stderr, [combined, errors], err_done)
-                    tg.start_soon(_stream, combined, on_output)
-                    await process.wait()
-                    # A background child may hold the pipes open after bash exits: read what
-                    # is buffered, but do not wait for it to finish.
-                    with anyio.move_on_after(0.5):
-                        await out_done.wait()
-                        await err_done.wait()
-                    tg.cancel_scope.cancel()
-            timed_out = deadline.cancelled_caught
-        finally:
-            with anyio.CancelScope(shield=True):
-                await kill_group(process, self._groups.kill_grace)
-            self._groups.discard(process.pid)
+        live = self._live.open(request.call_id, request.command, request.cwd, combined,
+                               request.output_byte_limit)
+        outcome = _Outcome()
+        async with anyio.create_task_group() as sender:
+            sender.start_soon(live.run)
+            await self._supervise(process, request, combined, errors, live, outcome,
+                                  on_terminal, on_output)
+            sender.cancel_scope.cancel()  # done, or past its budget: nothing after the result
+        if outcome.failure is not None:
+            raise outcome.failure
+        timed_out = outcome.timed_out
         return CommandResult(
             output=combined.text(),
             exit_code=None if timed_out else process.returncode,
@@ -238,13 +172,85 @@ class LocalCommandRunner:
             timed_out=timed_out,
             truncated=combined.truncated,
             stderr=errors.text(),
+            terminal_id=live.terminal_id if live.display else None,
             sandbox=confined.label,
             sandbox_notes=confined.notes_after(),
         )
 
 
+    async def _supervise(
+        self, process: anyio.abc.Process, request: CommandRequest, combined: TailBuffer,
+        errors: TailBuffer, live: LiveTerminal, outcome: _Outcome, on_terminal: OnTerminal,
+        on_output: OnOutput,
+    ) -> None:
+        """Show, read and wait; then kill what is left and end the stream. An error is kept
+        in `outcome` (raised here it would leave the sender's task group as a group)."""
+        try:
+            if self._groups.stopping:  # the stop came while it started: it ends at once
+                raise OSError("acpd is stopping: the command was not run")
+            await _show(live, on_terminal, on_output)
+            outcome.timed_out = await _wait(process, request.timeout, combined, errors, live)
+        except Exception as exc:  # re-raised by run, outside the task group
+            outcome.failure = exc
+        finally:
+            with anyio.CancelScope(shield=True):
+                await kill_group(process, self._groups.kill_grace)
+                self._groups.discard(process.pid)
+                code = process.returncode  # negative: killed by that signal, no exit code
+                exit_code = None if outcome.timed_out or code is None or code < 0 else code
+                await live.close(Exit(exit_code, _signal_name(code)))
+
+
+@dataclass(slots=True)
+class _Outcome:
+    timed_out: bool = False
+    failure: Exception | None = None
+
+
+def _card_only() -> TerminalStreams:
+    """No session to stream to (the CLI): plain card text, nothing stored."""
+
+    async def drop(_update: dict[str, object]) -> None:
+        return None
+
+    return TerminalStreams("plain", drop, lambda _record: None, OutputStage, os.getcwd())
+
+
+async def _show(live: LiveTerminal, on_terminal: OnTerminal, on_output: OnOutput) -> None:
+    """The card embeds the display terminal, or gets the live text."""
+    if live.display:
+        await on_terminal(live.terminal_id, _nothing)
+    else:
+        live.on_text = on_output
+
+
+async def _nothing() -> None:
+    """A display terminal has nothing to release: the process is acpd's."""
+
+
+async def _wait(
+    process: anyio.abc.Process, limit: float, combined: TailBuffer, errors: TailBuffer,
+    live: LiveTerminal,
+) -> bool:
+    """Read both pipes until the process ends (or `limit` seconds); True on the timeout."""
+    with anyio.move_on_after(limit) as deadline:
+        async with anyio.create_task_group() as tg:
+            out_done, err_done = anyio.Event(), anyio.Event()
+            tg.start_soon(_pump, process.stdout, [combined], out_done, live)
+            tg.start_soon(_pump, process.stderr, [combined, errors], err_done, live)
+            await process.wait()
+            # A background child may hold the pipes open after bash exits: read what
+            # is buffered, but do not wait for it to finish.
+            with anyio.move_on_after(0.5):
+                await out_done.wait()
+                await err_done.wait()
+            tg.cancel_scope.cancel()
+    return deadline.cancelled_caught
+
+
 async def _pump(
-    stream: anyio.abc.ByteReceiveStream | None, sinks: list[TailBuffer], done: anyio.Event
+    stream: anyio.abc.ByteReceiveStream | None, sinks: list[TailBuffer], done: anyio.Event,
+    live: LiveTerminal,
 ) -> None:
     try:
         if stream is None:
@@ -256,24 +262,9 @@ async def _pump(
                 chunk = await stream.receive()
                 for sink in sinks:
                     sink.add(chunk)
+                live.feed(chunk)
     finally:
         done.set()
-
-
-async def _stream(buffer: TailBuffer, on_output: Callable[[str], Awaitable[None]]) -> None:
-    """Every STREAM_INTERVAL, the live view of the output (its bounded tail, see
-    `live_view`), only when new output changed it: a silent command sends nothing."""
-    seen = 0
-    shown: str | None = None
-    while True:
-        await anyio.sleep(STREAM_INTERVAL)
-        if buffer.total == seen:
-            continue
-        seen = buffer.total
-        view = live_view(buffer.text())
-        if view != shown:
-            shown = view
-            await on_output(view)
 
 
 class ProcessGroups:

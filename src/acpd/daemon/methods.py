@@ -26,6 +26,8 @@ from acpd.daemon.rpc import Connection, Reply
 from acpd.daemon.session import Session
 from acpd.daemon.session_info import rfc3339, send_info
 from acpd.daemon.store import BadCursor, SessionRow
+from acpd.daemon.terminal_stream import replay_mode, session_terminals
+from acpd.daemon.terminal_wire import replay
 from acpd.mcpclient.hub import McpSessions
 from acpd.protocol import acp
 from acpd.protocol.errors import invalid_params
@@ -114,7 +116,8 @@ class SessionMethods:
         """Replay the whole history, the commands included, and only then answer."""
         req = acp.LoadSessionRequest.model_validate(params)
         session, _ = await self._reopen_with_roots(req)
-        for update in self.rt.store.updates(session.id):
+        shown = replay_mode(self.client())  # its terminals as this client shows them
+        for update in replay(self.rt.store.updates(session.id), shown):
             await session.send(update)
         await self._announce(session)()
         return self._state(session)
@@ -337,8 +340,9 @@ class SessionMethods:
         rt, client = self.rt, self.client()
         shell = rt.config.tools.shell
         rules = policy_rules(rt.pipeline.shell) if rt.pipeline.shell is not None else None
+        live = session_terminals(session, client, lambda: rt.pipeline.output)
         local = LocalCommandRunner(env_blocklist=shell.env_blocklist, groups=self.groups,
-                                   rules=rules)
+                                   rules=rules, live=live)
         runner: CommandRunner = local
         if client.terminal and session.editor_terminal:
             runner = EditorTerminalRunner(

@@ -21,6 +21,7 @@ from acpd.tools.state import SessionTools
 if TYPE_CHECKING:
     from acpd.daemon.rpc import Connection
     from acpd.daemon.store import SessionStore
+    from acpd.daemon.terminal_stream import TerminalStreams
     from acpd.providers.base import Message, Provider
 
 log = logging.getLogger("acpd.session")
@@ -61,6 +62,8 @@ class Session:
     """False once the editor left a `terminal/create` unanswered: commands run locally."""
     settings: SessionSettings = field(default_factory=SessionSettings)
     """Switches, extra roots and running cost, stored with the session (daemon/settings.py)."""
+    terminals: TerminalStreams | None = None
+    """Live output of the commands acpd runs itself (daemon/terminal_stream.py)."""
 
     def __post_init__(self) -> None:
         self.idle.set()
@@ -90,6 +93,8 @@ class Session:
 
     async def publish(self, view: ToolCallView, *, first: bool) -> None:
         update = updates.tool_call(view, first=first)
+        if self.terminals is not None:
+            self.terminals.decorate(view, update, first=first)
         final = view.status in ("completed", "failed")
         if first or final:
             self.store.append_update(self.id, updates.without_terminals(update))

@@ -27,6 +27,9 @@ class CommandRequest:
     """The policy's path rules the kernel sandbox enforces for this command (deny_read,
     deny_write, write_roots, allow_network). None: the runner asks its own rules source (the
     live policy of the cwd); a runner without one still confines to the roots, no network."""
+    call_id: str = ""
+    """The tool call that runs it: a runner that shows the output live names it (a display
+    terminal of the v1 `_meta` convention belongs to its call)."""
 
 
 @dataclass(slots=True)

@@ -83,6 +83,7 @@ async def bash(args: BashParams, ctx: ToolContext) -> ToolOutput:
         timeout=float(args.timeout or ctx.shell_timeout),
         output_byte_limit=ctx.output_byte_limit,
         roots=ctx.roots,
+        call_id=ctx.tool_call_id,
     )
     try:
         result = await ctx.runner.run(request, on_terminal, on_output)
