@@ -50,6 +50,11 @@ def tools_list(config_path: str | None, data_dir: str | None, mode: str | None) 
             f"{registry.name_of(spec):<18} {spec.id:<24} {registry.source_of(spec):<6} "
             f"{spec.effect.value:<21}{note}"
         )
+    if kit.plugins is not None:
+        from acpd.tools.plugins.live import report_lines
+
+        for line in report_lines(kit.plugins.current):
+            print(line, file=sys.stderr)
     return 0
 
 

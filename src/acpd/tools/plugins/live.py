@@ -90,6 +90,14 @@ class PluginTools:
                 await self.shell.config_reloaded(params, notice)
 
 
+def report_lines(found: PluginScan) -> list[str]:
+    """What `acpd tools list` says about plugin tools besides the registered ones."""
+    lines = [f"plugin tool {name} not registered: {why}" for name, why in found.refused.items()]
+    lines += [f"plugin error: {e}" for e in found.errors]
+    lines += [f"config warning: {w}" for w in found.warnings]
+    return lines
+
+
 def _params(tools: list[str], errors: list[str], warnings: list[str], changed: bool
             ) -> dict[str, Any]:
     return {"scope": SCOPE, "tools": tools, "errors": errors, "warnings": warnings,

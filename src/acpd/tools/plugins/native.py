@@ -14,10 +14,12 @@ stdout past its cap fails the call, stderr past its cap is cut (and said so).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shlex
 import subprocess
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -25,6 +27,9 @@ import anyio.abc
 from acpd.sandbox.rules import PathRules
 from acpd.tools.capabilities import CommandRequest
 from acpd.tools.errors import ErrorCategory, ToolError
+
+if TYPE_CHECKING:
+    from acpd.daemon.confine import Confined
 
 
 @dataclass(slots=True)
@@ -62,7 +67,7 @@ async def run_native(
     spec = CommandRequest(command, cwd, runtime_ms / 1000, stdout_cap, roots=roots,
                           sandbox=rules)
     try:
-        confined = await confine(spec, None)
+        confined = _with_folder(await confine(spec, None), os.path.dirname(entry))
         argv, fds = confined.launch(command)
     except OSError as exc:
         raise ToolError(ErrorCategory.PERMANENT_FAILURE,
@@ -106,6 +111,15 @@ async def run_native(
         stderr += f"\n[stderr cut at max_stderr_bytes ({stderr_cap})]"
     return NativeRun(bytes(out.data), stderr, process.returncode, confined.label,
                      confined.notes_after())
+
+
+def _with_folder(confined: Confined, folder: str) -> Confined:
+    """The plugin's folder bound read-only into the sandbox: visible even under the private
+    /tmp, and never writable by the tool itself (even inside the workspace)."""
+    if confined.conf is None:
+        return confined
+    conf = dataclasses.replace(confined.conf, read_only=(*confined.conf.read_only, folder))
+    return dataclasses.replace(confined, conf=conf)
 
 
 async def _feed(process: anyio.abc.Process, request: bytes) -> None:
