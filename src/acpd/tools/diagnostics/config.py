@@ -15,7 +15,7 @@ class DiagnosticsConfig(BaseModel):
     max_diagnostics: int = Field(50, ge=1, le=10_000)
     """At most this many diagnostics are returned (the result says when it cut)."""
     timeout_secs: float = Field(300.0, gt=0, le=3600)
-    """Per checker run."""
+    """For the whole run (all the checkers of one call)."""
     checkers: list[CheckerName] = Field(default_factory=list)
     """Empty: detected from the workspace (Cargo.toml, ruff/mypy config, tsconfig.json,
     an eslint config); else exactly these."""

@@ -4,11 +4,13 @@ Rules and limits:
 - Checkers: cargo check, cargo clippy, ruff, mypy, tsc, eslint; detected from the workspace
   root (checkers.py) or fixed by `[tools.diagnostics] checkers`, or one named in the call.
 - They run project code (cargo build scripts and proc macros, eslint and mypy plugins from
-  the project's config), so each command line goes through the shell policy exactly as a bash
-  command would (`ToolSpec.commands`: a deny denies the call, an ask asks), then through the
-  session's command runner: the same sandbox, environment hygiene, process group and
-  timeout (`timeout_secs`) as bash. The tool is `state_change` (checkers write caches and
-  build artefacts): ask mode asks, read-only mode does not offer it.
+  the project's config), so they run as one bash line (each checker between two `echo`
+  marker lines that carry its exit status), which the shell policy judges exactly as a bash
+  command (`ToolSpec.commands`: a deny denies the call, an ask asks), and which the session's
+  command runner runs: the same sandbox, environment hygiene, process group, editor terminal
+  (embedded in the card while it runs) and timeout (`timeout_secs`, for the whole run) as
+  bash. The tool is `state_change` (checkers write caches and build artefacts): ask mode
+  asks, read-only mode does not offer it.
 - A checker that is not installed gives no diagnostics and a warning, never an error; one
   that fails without diagnostics (a crash, a config error) adds a warning quoting its output.
 - At most `max_diagnostics` come back, errors first; the result says when it cut, and how
@@ -19,21 +21,32 @@ Rules and limits:
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from acpd.tools.capabilities import CommandRequest
-from acpd.tools.diagnostics.checkers import ORDER, checker, detect, find_program
+from acpd.tools.diagnostics.checkers import ORDER, Checker, checker, detect, find_program
 from acpd.tools.diagnostics.config import CheckerName, DiagnosticsConfig
 from acpd.tools.diagnostics.parsers import Diagnostic
 from acpd.tools.errors import ErrorCategory, ToolError
-from acpd.tools.spec import Effect, ToolContext, ToolOutput, ToolSpec, redaction
+from acpd.tools.spec import (
+    ContentItem,
+    Effect,
+    TerminalItem,
+    ToolContext,
+    ToolOutput,
+    ToolSpec,
+    redaction,
+)
 
 if TYPE_CHECKING:
     from acpd.tools.capabilities import Cleanup, CommandResult
 
 MAX_LOCATIONS = 50
+BEGIN = "::acpd-diagnostics-begin "
+END = "::acpd-diagnostics-end "
 LOGGED_RESULT = ("count", "shown", "capped", "checkers", "warnings")
 
 
@@ -52,19 +65,59 @@ def planned(args: DiagnosticsParams | dict[str, Any], root: str,
     return list(config.checkers) or detect(root)
 
 
+@dataclass(frozen=True, slots=True)
+class Plan:
+    checkers: list[Checker]
+    missing: list[str]
+    """Warnings for the checkers whose program is not installed."""
+    command: str | None
+    """One bash line that runs them all, each between two marker lines (one terminal, one
+    policy decision on exactly what runs); None when there is nothing to run."""
+
+
+def plan(args: DiagnosticsParams | dict[str, Any], root: str,
+         config: DiagnosticsConfig) -> Plan:
+    checkers: list[Checker] = []
+    missing: list[str] = []
+    parts: list[str] = []
+    for name in planned(args, root, config):
+        spec = checker(name, root)
+        program = find_program(spec.program, root)
+        if program is None:
+            missing.append(f"{name}: {spec.program} is not installed; skipped")
+            continue
+        checkers.append(spec)
+        parts.append(f"echo {BEGIN}{name}; {spec.command(program)}; echo {END}{name} $?")
+    return Plan(checkers, missing, "; ".join(parts) or None)
+
+
 def commands(config: DiagnosticsConfig) -> Any:
-    """The command lines a call will run (those whose program exists), for the policy."""
+    """The command line a call will run, for the shell policy."""
 
     def lines(args: dict[str, Any], cwd: str) -> list[str]:
-        found = []
-        for name in planned(args, cwd, config):
-            spec = checker(name, cwd)
-            program = find_program(spec.program, cwd)
-            if program is not None:
-                found.append(spec.command(program))
-        return found
+        command = plan(args, cwd, config).command
+        return [command] if command is not None else []
 
     return lines
+
+
+def sections(output: str) -> tuple[dict[str, str], dict[str, int]]:
+    """Each checker's output and exit status, split at the marker lines."""
+    texts: dict[str, list[str]] = {}
+    codes: dict[str, int] = {}
+    current: str | None = None
+    for line in output.splitlines():
+        if line.startswith(BEGIN):
+            current = line[len(BEGIN):].strip()
+            texts.setdefault(current, [])
+        elif line.startswith(END):
+            name, _, code = line[len(END):].partition(" ")
+            if code.strip().isdigit():
+                codes[name] = int(code)
+            current = None
+        elif current is not None:
+            texts[current].append(line)
+    return {k: "\n".join(v) for k, v in texts.items()}, codes
 
 
 class DiagnosticsTool:
@@ -73,30 +126,36 @@ class DiagnosticsTool:
 
     async def __call__(self, args: DiagnosticsParams, ctx: ToolContext) -> ToolOutput:
         root = ctx.cwd
-        names = planned(args, root, self.config)
-        found: list[Diagnostic] = []
-        warnings: list[str] = []
-        ran: list[str] = []
-        if not names:
+        todo = plan(args, root, self.config)
+        warnings = list(todo.missing)
+        if not todo.checkers and not todo.missing:
             warnings.append("no checker is configured in this workspace (Cargo.toml, ruff or "
                             "mypy config, tsconfig.json, eslint config); name one with "
                             "`checker`")
-        for name in names:
-            spec = checker(name, root)
-            program = find_program(spec.program, root)
-            if program is None:
-                warnings.append(f"{name}: {spec.program} is not installed; skipped")
-                continue
-            result = await self._run(spec.command(program), ctx)
-            diags = spec.parse(result.output)
-            ran.append(name)
-            warnings += _run_warnings(name, result, diags, self.config.timeout_secs)
-            found += diags
-        return self._output(root, found, ran, warnings)
+        found: list[Diagnostic] = []
+        if todo.command is not None:
+            result = await self._run(todo.command, ctx)
+            texts, codes = sections(result.output)
+            for spec in todo.checkers:
+                diags = spec.parse(texts.get(spec.name, ""))
+                warnings += _run_warnings(spec.name, texts.get(spec.name), codes.get(spec.name),
+                                          diags)
+                found += diags
+            if result.timed_out:
+                warnings.append(f"the checkers did not finish in {self.config.timeout_secs:g} "
+                                "s and were stopped; the diagnostics may be incomplete")
+            if result.truncated:
+                warnings.append("the output was cut at the output limit; some diagnostics "
+                                "are missing")
+        return self._output(root, found, [c.name for c in todo.checkers], warnings)
 
     async def _run(self, command: str, ctx: ToolContext) -> CommandResult:
-        async def on_terminal(_terminal_id: str, release: Cleanup) -> None:
-            ctx.defer(release)
+        shown: list[ContentItem] = []
+
+        async def on_terminal(terminal_id: str, release: Cleanup) -> None:
+            ctx.defer(release)  # after the final update, which still embeds it
+            shown[:] = [TerminalItem(terminal_id)]
+            await ctx.publish(list(shown))
 
         async def on_output(_text: str) -> None:
             return None
@@ -104,10 +163,11 @@ class DiagnosticsTool:
         request = CommandRequest(command, ctx.cwd, self.config.timeout_secs,
                                  ctx.output_byte_limit, roots=ctx.roots)
         try:
-            return await ctx.runner.run(request, on_terminal, on_output)
+            result = await ctx.runner.run(request, on_terminal, on_output)
         except OSError as exc:
             raise ToolError(ErrorCategory.PERMANENT_FAILURE,
-                            f"cannot start {command.split()[0]}: {exc}") from None
+                            f"cannot run the checkers: {exc}") from None
+        return result
 
     def _output(self, root: str, found: list[Diagnostic], ran: list[str],
                 warnings: list[str]) -> ToolOutput:
@@ -116,8 +176,9 @@ class DiagnosticsTool:
         limit = self.config.max_diagnostics
         shown = found[:limit]
         errors = sum(d.severity == "error" for d in found)
-        head = (f"{len(found)} diagnostics ({errors} errors, {len(found) - errors} other) from "
-                f"{', '.join(ran) or 'no checker'}")
+        plural = "" if len(found) == 1 else "s"
+        head = (f"{len(found)} diagnostic{plural} ({errors} errors, {len(found) - errors} "
+                f"other) from {', '.join(ran) or 'no checker'}")
         if len(found) > limit:
             head += f"; showing the first {limit} (max_diagnostics): {len(found) - limit} more"
         lines = [head, *(_line(d, root) for d in shown)]
@@ -145,19 +206,16 @@ def _line(d: Diagnostic, root: str) -> str:
     return f"{where}: {d.severity}{rule}: {d.message}"
 
 
-def _run_warnings(name: str, result: CommandResult, diags: list[Diagnostic],
-                  timeout: float) -> list[str]:
-    notes = []
-    if result.timed_out:
-        notes.append(f"{name} did not finish in {timeout:g} s and was stopped; its "
-                     "diagnostics may be incomplete")
-    elif not diags and result.exit_code not in (0, None):
-        tail = result.output.strip()[-300:].replace("\n", " | ")
-        notes.append(f"{name} exited {result.exit_code} without diagnostics: {tail}")
-    if result.truncated:
-        notes.append(f"{name}'s output was cut at the output limit; some diagnostics are "
-                     "missing")
-    return notes
+def _run_warnings(name: str, text: str | None, code: int | None,
+                  diags: list[Diagnostic]) -> list[str]:
+    if text is None:
+        return [f"{name} did not run (its output is missing: cut off or stopped before it)"]
+    if code is None:
+        return [f"{name} did not finish; its diagnostics may be incomplete"]
+    if not diags and code not in (0, None):
+        tail = text.strip()[-300:].replace("\n", " | ")
+        return [f"{name} exited {code} without diagnostics: {tail}"]
+    return []
 
 
 def make_diagnostics_specs(config: DiagnosticsConfig | None = None) -> list[ToolSpec]:
