@@ -93,6 +93,12 @@ def test_unsafe_files_are_refused(tmp_path: Path) -> None:
     (folder / "tool.toml").write_bytes(b"#" * 70_000)
     with pytest.raises(ManifestError, match="byte cap"):
         load_tool(folder)
+    (folder / "tool.toml").write_text(GOOD)
+    folder.chmod(0o775)
+    with pytest.raises(ManifestError, match="writable by group or others"):
+        load_tool(folder)
+    folder.chmod(0o755)
+    load_tool(folder)
 
 
 def test_scan_keeps_going_past_bad_folders_and_duplicate_names(tmp_path: Path) -> None:

@@ -178,6 +178,10 @@ def parse_manifest(path: Path, data: bytes) -> ToolManifest:
 
 def load_tool(folder: Path) -> PluginTool:
     """Read and check `folder/tool.toml` and its entry. Raises ManifestError."""
+    try:
+        check_owned(folder, folder.lstat(), "directory")
+    except OSError as exc:
+        raise ManifestError(f"{folder}: {exc.strerror or exc}") from None
     path = folder / MANIFEST
     manifest = parse_manifest(path, _read(path))
     entry_name = manifest.entry or (manifest.tool_name if manifest.native
