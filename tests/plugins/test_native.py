@@ -75,6 +75,8 @@ def test_external_tools_are_denied_unless_allowed(tmp_path: Path, workspace: Pat
     listed = tools_cli(tmp_path, denied, "list")
     assert "plugin__word_count" not in listed.stdout
     assert "allow_external = true" in listed.stderr
+    described = tools_cli(tmp_path, denied, "describe", "word_count")
+    assert described.returncode == 2 and "external tools are denied" in described.stderr
     refused = run_tool(tmp_path, denied, "word_count", {"text": "a"}, cwd=workspace)
     assert refused.returncode == 1
     assert "category: PolicyBlocked" in refused.stderr

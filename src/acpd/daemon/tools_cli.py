@@ -68,7 +68,9 @@ def tools_describe(
     pipeline = kit.pipeline
     spec = pipeline.registry.resolve(name)
     if spec is None:
-        print(f"acpd: no tool named {name!r}; see `acpd tools list`", file=sys.stderr)
+        refused = pipeline.registry.refused.get(name)
+        print(f"acpd: {refused}" if refused else
+              f"acpd: no tool named {name!r}; see `acpd tools list`", file=sys.stderr)
         return 2
     workspace = os.path.abspath(cwd or os.getcwd())
     approvals = kit.approvals.for_workspace(workspace)
