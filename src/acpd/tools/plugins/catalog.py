@@ -19,16 +19,13 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from acpd.tools.plugins.config import CapabilitiesConfig, CapabilityPreset, ToolFilterConfig
-from acpd.tools.plugins.manifest import (
-    MANIFEST,
-    WORKSPACE,
-    ManifestError,
-    PluginTool,
-    check_owned,
-    load_tool,
-)
+from acpd.tools.plugins.files import MANIFEST, WORKSPACE, ManifestError, check_owned
+
+if TYPE_CHECKING:
+    from acpd.tools.plugins.manifest import PluginTool
 
 MAX_PLUGINS = 200
 PREFIX = "plugin__"
@@ -61,7 +58,10 @@ def scan(settings: PluginSettings) -> PluginScan:
     result = PluginScan()
     digest = hashlib.sha256()
     found: list[PluginTool] = []
-    for folder in _folders(settings.dirs, result.errors):
+    folders = _folders(settings.dirs, result.errors)
+    if folders:
+        from acpd.tools.plugins.manifest import load_tool
+    for folder in folders:
         try:
             tool = load_tool(folder)
         except ManifestError as exc:

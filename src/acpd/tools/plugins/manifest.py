@@ -31,22 +31,19 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
-MANIFEST = "tool.toml"
+from acpd.tools.plugins.files import MANIFEST, ManifestError, check_owned
+
+__all__ = ["MANIFEST", "ManifestError", "PluginTool", "ToolManifest", "load_tool"]
+
 MAX_MANIFEST_BYTES = 64 * 1024
 MAX_ARGS = 64
 TOOL_NAME = r"^[a-z][a-z0-9_-]{0,47}$"
-WORKSPACE = "{workspace}"
-
-
-class ManifestError(Exception):
-    """A manifest that cannot be used; the message names the file and the problem."""
 
 
 class _Strict(BaseModel):
@@ -130,21 +127,6 @@ class PluginTool:
     @property
     def writable_mounts(self) -> tuple[Mount, ...]:
         return tuple(m for m in self.manifest.mounts if not m.read_only)
-
-
-def check_owned(path: Path, st: os.stat_result, kind: str) -> None:
-    """The overlay checks: a real file or directory, yours or root's, not group/other
-    writable. Raises ManifestError."""
-    if stat.S_ISLNK(st.st_mode):
-        raise ManifestError(f"{path}: is a symlink; plugin {kind}s must be real")
-    is_kind = stat.S_ISDIR(st.st_mode) if kind == "directory" else stat.S_ISREG(st.st_mode)
-    if not is_kind:
-        raise ManifestError(f"{path}: not a {kind}")
-    if st.st_uid not in (os.getuid(), 0):
-        raise ManifestError(f"{path}: owned by uid {st.st_uid}, not by you or root")
-    if st.st_mode & 0o022:
-        raise ManifestError(f"{path}: writable by group or others (mode "
-                            f"{st.st_mode & 0o777:o})")
 
 
 def _read(path: Path) -> bytes:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from acpd.tools.errors import ErrorCategory, ToolError
 from acpd.tools.plugins.catalog import PREFIX, PluginSettings
-from acpd.tools.plugins.manifest import WORKSPACE, PluginTool
+from acpd.tools.plugins.files import WORKSPACE
 from acpd.tools.plugins.protocol import decode_reply, encode_request
 from acpd.tools.spec import Effect, ToolContext, ToolOutput, ToolSpec, redaction
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from acpd.sandbox.rules import PathRules
+    from acpd.tools.plugins.manifest import PluginTool
     from acpd.tools.plugins.wasi import Preopen
     from acpd.tools.shellpolicy import ShellPolicies
 
