@@ -60,83 +60,160 @@ class WasiRun:
     exit_code: int
 
 
+class _Engine:
+    """One call's engine; `bump` (timer, cancel, stdout cap: any thread) stops the module at
+    its next epoch check, and is a no-op once the engine is closed."""
+
+    def __init__(self) -> None:
+        import wasmtime
+
+        config = wasmtime.Config()
+        config.epoch_interruption = True
+        self.engine = wasmtime.Engine(config)
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def bump(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self.engine.increment_epoch()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self.engine.close()
+
+
 async def run_wasi(
     name: str, module: str, request: bytes, preopens: Sequence[Preopen], *, runtime_ms: int,
     stdout_cap: int, stderr_cap: int,
 ) -> WasiRun:
     """Raises ToolError: Timeout, PermanentFailure (a trap, output past its cap, a module
     that does not load)."""
-    import wasmtime
-
-    config = wasmtime.Config()
-    config.epoch_interruption = True
-    engine = wasmtime.Engine(config)
+    engine = _Engine()
     try:
         return await anyio.to_thread.run_sync(
             _run, engine, name, module, request, list(preopens), runtime_ms, stdout_cap,
             stderr_cap, abandon_on_cancel=True)
     except anyio.get_cancelled_exc_class():
-        engine.increment_epoch()  # the abandoned thread's module traps at its next check
+        engine.bump()  # the abandoned thread's module traps at its next check
         raise
 
 
-def _run(engine: Any, name: str, module_path: str, request: bytes, preopens: list[Preopen],
-         runtime_ms: int, stdout_cap: int, stderr_cap: int) -> WasiRun:
+def _run(engine: _Engine, name: str, module_path: str, request: bytes,
+         preopens: list[Preopen], runtime_ms: int, stdout_cap: int, stderr_cap: int) -> WasiRun:
+    """Everything made here is closed here, on this thread, before it returns: left to the
+    garbage collector, the WASI context's files would be closed by wasmtime's I/O threads,
+    which may then start while the interpreter exits (and abort the process)."""
     import wasmtime
 
     out, err = _Sink(stdout_cap), _Sink(stderr_cap)
 
     def on_stdout(chunk: bytes) -> int:
         if not out.add(bytes(chunk)):
-            engine.increment_epoch()
+            engine.bump()
         return len(chunk)
 
     def on_stderr(chunk: bytes) -> int:
         err.add(bytes(chunk))
         return len(chunk)
 
+    before = _starting()
+    made: list[Any] = []
+    timer = threading.Timer(runtime_ms / 1000, engine.bump)
+    timer.daemon = True
     try:
-        module = wasmtime.Module.from_file(engine, module_path)
-    except (wasmtime.WasmtimeError, OSError) as exc:
-        raise ToolError(ErrorCategory.PERMANENT_FAILURE,
-                        f"plugin {name}: the module does not load: {str(exc)[:300]}") from None
-    with tempfile.NamedTemporaryFile(prefix="acpd-wasi-", suffix=".json") as stdin:
-        stdin.write(request)
-        stdin.flush()
-        store = wasmtime.Store(engine)
-        store.set_epoch_deadline(1)
-        wasi = wasmtime.WasiConfig()
-        wasi.argv = [name]
-        wasi.stdin_file = stdin.name
-        wasi.stdout_custom = on_stdout
-        wasi.stderr_custom = on_stderr
-        for mount in preopens:
-            wasi.preopen_dir(mount.host, mount.guest, not mount.read_only)
-        store.set_wasi(wasi)
-        linker = wasmtime.Linker(engine)
-        linker.define_wasi()
-        timer = threading.Timer(runtime_ms / 1000, engine.increment_epoch)
-        timer.daemon = True
-        timer.start()
         try:
-            code = _start(linker, store, module, name)
-        except wasmtime.Trap as trap:
-            if out.over:
-                raise _over(name, stdout_cap) from None
-            if trap.trap_code == wasmtime.TrapCode.INTERRUPT:
-                raise ToolError(ErrorCategory.TIMEOUT,
-                                f"plugin {name} ran past max_runtime_ms ({runtime_ms} ms) and "
-                                "was stopped") from None
-            raise ToolError(ErrorCategory.PERMANENT_FAILURE,
-                            f"plugin {name} trapped: {str(trap)[:300]}") from None
-        finally:
-            timer.cancel()
+            module = wasmtime.Module.from_file(engine.engine, module_path)
+        except (wasmtime.WasmtimeError, OSError) as exc:
+            raise ToolError(ErrorCategory.PERMANENT_FAILURE, f"plugin {name}: the module does "
+                            f"not load: {str(exc)[:300]}") from None
+        made.append(module)
+        with tempfile.NamedTemporaryFile(prefix="acpd-wasi-", suffix=".json") as stdin:
+            stdin.write(request)
+            stdin.flush()
+            store = wasmtime.Store(engine.engine)
+            made.append(store)
+            store.set_epoch_deadline(1)
+            wasi = wasmtime.WasiConfig()
+            wasi.argv = [name]
+            wasi.stdin_file = stdin.name
+            wasi.stdout_custom = on_stdout
+            wasi.stderr_custom = on_stderr
+            for mount in preopens:
+                wasi.preopen_dir(mount.host, mount.guest, not mount.read_only)
+            store.set_wasi(wasi)
+            linker = wasmtime.Linker(engine.engine)
+            made.append(linker)
+            linker.define_wasi()
+            timer.start()
+            code = _guarded(linker, store, module, name, out, runtime_ms)
+    finally:
+        timer.cancel()
+        for thing in reversed(made):
+            thing.close()
+        engine.close()
+        settle_native_threads(before)
     if out.over:
         raise _over(name, stdout_cap)
     stderr = err.data.decode("utf-8", "replace")
     if err.over:
         stderr += f"\n[stderr cut at max_stderr_bytes ({stderr_cap})]"
     return WasiRun(bytes(out.data), stderr, code)
+
+
+SETTLE_SECONDS = 0.2
+
+
+def settle_native_threads(before: set[int], limit: float = SETTLE_SECONDS) -> None:
+    """Wait (at most `limit` seconds) until every native thread started during the call has
+    got going. A Rust thread that is still starting when the process exits aborts it ("panic
+    in a function that cannot unwind"): a CLI run that exits right after a WASI call met that
+    on a loaded machine. A thread being started bears the parent's name; wasmtime's I/O
+    runtime names its threads `tokio-*` once they run. `before`: `_starting()` taken before
+    the call (threads that keep the parent's name for ever are then ignored after their
+    first call). Linux only (elsewhere: no wait)."""
+    import time
+
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and _starting() - before:
+        time.sleep(0.005)
+
+
+def _starting() -> set[int]:
+    """Native threads that still bear the process's name (not Python's own threads)."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return set()
+    main = _comm("self")
+    python = {t.native_id for t in threading.enumerate()}
+    return {int(t) for t in tasks if int(t) not in python and _comm(f"self/task/{t}") == main}
+
+
+def _comm(proc: str) -> str:
+    try:
+        with open(f"/proc/{proc}/comm", encoding="utf-8", errors="replace") as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
+def _guarded(linker: Any, store: Any, module: Any, name: str, out: _Sink,
+             runtime_ms: int) -> int:
+    import wasmtime
+
+    try:
+        return _start(linker, store, module, name)
+    except wasmtime.Trap as trap:
+        if out.over:
+            raise _over(name, out.limit) from None
+        if trap.trap_code == wasmtime.TrapCode.INTERRUPT:
+            raise ToolError(ErrorCategory.TIMEOUT,
+                            f"plugin {name} ran past max_runtime_ms ({runtime_ms} ms) and "
+                            "was stopped") from None
+        raise ToolError(ErrorCategory.PERMANENT_FAILURE,
+                        f"plugin {name} trapped: {str(trap)[:300]}") from None
 
 
 def _start(linker: Any, store: Any, module: Any, name: str) -> int:
