@@ -75,10 +75,12 @@ def test_executor_order_is_fixed_configurable_and_owns_short_names() -> None:
     first = ToolRegistry.from_sources([*core_sources(), plugin])
     assert first.resolve("read") is not theirs and first.resolve("plugin__read") is theirs
     assert first.name_of(theirs) == "plugin__read"
-    assert first.order == ["file", "shell", "plan", "overflow", "web", "ask", "plugin"]
+    assert first.order == ["file", "shell", "plan", "overflow", "web", "diagnostics", "ask",
+                           "plugin"]
     flipped = ToolRegistry.from_sources([*core_sources(), plugin], ["plugin", "shell"])
     assert flipped.resolve("read") is theirs
-    assert flipped.order == ["plugin", "shell", "file", "plan", "overflow", "web", "ask"]
+    assert flipped.order == ["plugin", "shell", "file", "plan", "overflow", "web",
+                             "diagnostics", "ask"]
     assert [s.id for s in flipped][:2] == ["plugin__read", "core__bash"]
     with pytest.raises(RegistrationError, match="nope"):
         ToolRegistry.from_sources(core_sources(), ["nope"])

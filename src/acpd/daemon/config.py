@@ -18,6 +18,8 @@ from acpd.daemon.errors import ConfigError
 from acpd.daemon.image_models import DEFAULT_IMAGE_MODELS
 from acpd.mcpclient.config import McpConfig
 from acpd.protocol.framing import DEFAULT_MAX_LINE_BYTES
+from acpd.tools.diagnostics.config import DiagnosticsConfig
+from acpd.tools.plugins.config import CapabilitiesConfig, ToolFilterConfig
 
 if TYPE_CHECKING:
     from acpd.net.settings import FetchSettings
@@ -315,6 +317,10 @@ class ToolsConfig(Section):
     overflow: OverflowConfig = Field(default_factory=OverflowConfig)
     web: WebConfig = Field(default_factory=WebConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    filter: ToolFilterConfig = Field(default_factory=ToolFilterConfig)
+    """Plugin (external) tools: denied unless allow_external (tools/plugins/config.py)."""
+    capabilities: CapabilitiesConfig = Field(default_factory=CapabilitiesConfig)
+    diagnostics: DiagnosticsConfig = Field(default_factory=DiagnosticsConfig)
 
     def rule_entries(self) -> dict[str, list[tuple[str, Literal["allow", "ask", "deny"]]]]:
         """Every rule as (pattern, action), by tool, whichever form the file used."""

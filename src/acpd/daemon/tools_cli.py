@@ -50,6 +50,11 @@ def tools_list(config_path: str | None, data_dir: str | None, mode: str | None) 
             f"{registry.name_of(spec):<18} {spec.id:<24} {registry.source_of(spec):<6} "
             f"{spec.effect.value:<21}{note}"
         )
+    if kit.plugins is not None:
+        from acpd.tools.plugins.live import report_lines
+
+        for line in report_lines(kit.plugins.current):
+            print(line, file=sys.stderr)
     return 0
 
 
@@ -63,7 +68,9 @@ def tools_describe(
     pipeline = kit.pipeline
     spec = pipeline.registry.resolve(name)
     if spec is None:
-        print(f"acpd: no tool named {name!r}; see `acpd tools list`", file=sys.stderr)
+        refused = pipeline.registry.refused.get(name)
+        print(f"acpd: {refused}" if refused else
+              f"acpd: no tool named {name!r}; see `acpd tools list`", file=sys.stderr)
         return 2
     workspace = os.path.abspath(cwd or os.getcwd())
     approvals = kit.approvals.for_workspace(workspace)

@@ -26,11 +26,16 @@ def tool_call(view: ToolCallView, *, first: bool) -> dict[str, Any]:
         kind=view.kind,
         status=view.status,
         content=[_content(item) for item in view.content],
-        locations=[acp.ToolCallLocation(path=p) for p in view.locations],
+        locations=[acp.ToolCallLocation(path=p, line=_line(view, i))
+                   for i, p in enumerate(view.locations)],
         raw_input=redact_value(view.raw_input),
         raw_output=view.raw_output,
     ).to_wire()
     return {"sessionUpdate": "tool_call" if first else "tool_call_update", **fields}
+
+
+def _line(view: ToolCallView, index: int) -> int | None:
+    return view.lines[index] if index < len(view.lines) else None
 
 
 def without_terminals(update: dict[str, Any]) -> dict[str, Any]:

@@ -88,6 +88,8 @@ def load_overlay(folder: Path) -> Overlay:
     try:
         mst = manifest.lstat()
     except FileNotFoundError as exc:
+        if (folder / "tool.toml").exists():  # a tool-only plugin (acpd.tools.plugins)
+            return Overlay(folder.name, str(manifest), ShellOverlay(), str(folder))
         raise PolicyError(f"{manifest}: missing") from exc
     except OSError as exc:
         raise PolicyError(f"{manifest}: {exc.strerror or exc}") from exc
@@ -108,6 +110,10 @@ def load_overlay(folder: Path) -> Overlay:
         raw: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise PolicyError(f"{manifest}: not valid TOML ({exc})") from exc
+    misplaced = [k for k in ("tool", "tools") if k in raw]
+    if misplaced:  # once silently ignored: a tool is declared by its own manifest
+        raise PolicyError(f"{manifest}: [{misplaced[0]}]: plugin tools are declared in "
+                          "tool.toml beside plugin.toml (see docs/plugins.md)")
     shell = raw.get("shell")
     if isinstance(shell, dict) and isinstance(shell.get("rules"), list):
         raw["shell"] = {**shell, "rules": [

@@ -118,6 +118,9 @@ async def _run(
         )
         await close_card(view, env, "failed", unaudited.message, output.content)
         return failed_result(call, unaudited, record)
+    if output.locations is not None:
+        view.locations = [path for path, _ in output.locations]
+        view.lines = [line for _, line in output.locations]
     status: CallStatus = "failed" if output.failed else "completed"
     extra = [*output.content, *(files.items if files is not None else ())]
     await close_card(view, env, status, shown.card, extra)

@@ -103,7 +103,7 @@ class ToolPolicy:
             return Decision(
                 "deny", f"{spec.name} changes state and the session is read-only", "mode"
             )
-        which = "shell" if spec.id == SHELL_TOOL else "path"
+        which = "shell" if spec.id == SHELL_TOOL or spec.commands is not None else "path"
         if shell is not None and shell.verdict == "deny":
             return Decision("deny", f"the {which} policy denies it: " + _reasons(shell), "policy")
         match = self.rules.match(spec, args, cwd)

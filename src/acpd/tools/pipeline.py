@@ -141,7 +141,9 @@ class ToolPipeline:
         if spec is None and env.state.extra is not None:
             spec = env.state.extra.resolve(name)
         if spec is None:
-            err = ToolError(ErrorCategory.TOOL_NOT_FOUND, f"no tool named {name[:80]!r}")
+            refused = self.registry.refused.get(name)
+            err = ToolError(ErrorCategory.TOOL_NOT_FOUND, f"no tool named {name[:80]!r}") \
+                if refused is None else ToolError(ErrorCategory.POLICY_BLOCKED, refused)
             return await self._refuse(call, None, err, env, "not_found")
         call.name = self.registry.name_of(spec)
         # TAFC reasoning fields go first, before anything (audit included) can see them.

@@ -48,6 +48,9 @@ class ToolRegistry:
         self._name_of: dict[str, str] = {}
         self._source_of: dict[str, str] = {}
         self.order: list[str] = []
+        self.refused: dict[str, str] = {}
+        """Tools found but kept out (plugin tools the external filter or the capability
+        preset refuses), by name and id: why, for the error a call to one gets."""
         self.add_source(ToolSource(source, list(specs)))
 
     @classmethod

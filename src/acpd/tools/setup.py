@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from acpd.tools.anomaly import AnomalySettings
 from acpd.tools.approvals import ApprovalBook
 from acpd.tools.audit import AuditLog
-from acpd.tools.builtin import core_registry
+from acpd.tools.builtin import core_sources
 from acpd.tools.filters import FilterSettings, load_filter_set
 from acpd.tools.fs.pathguard import PathSource
 from acpd.tools.output import OutputStage
@@ -19,6 +19,9 @@ from acpd.tools.outputreload import OutputReloader, SettingsLoader
 from acpd.tools.overflow import OverflowSettings
 from acpd.tools.permissions import ToolPolicy
 from acpd.tools.pipeline import ToolPipeline
+from acpd.tools.plugins.catalog import PluginSettings
+from acpd.tools.plugins.live import PluginTools
+from acpd.tools.registry import ToolSource
 from acpd.tools.retry import RetryPolicy
 from acpd.tools.rules import RuleSet
 from acpd.tools.rulesreload import RulesReloader, rules_loader
@@ -43,6 +46,8 @@ class Toolkit:
     reloader: OutputReloader | None = None
     """Rebuilds `pipeline.output` when config.toml or filters.toml changes; its watcher runs
     with the shell policy's (started by `pipeline.shell.attach`)."""
+    plugins: PluginTools | None = None
+    """The plugin tools found (errors, warnings, refusals) and their hot reload."""
 
 
 def build_toolkit(
@@ -65,9 +70,11 @@ def build_toolkit(
     # The file tools judge paths with the shell's path rules and the permission rules, both
     # as they are at each call (the rules are bound to the pipeline once it exists).
     paths = PathSource(shell)
-    registry = core_registry(replace(tools.file.tools_config(), paths=paths),
-                             tools.executor_order, tools.web.fetch_settings())
-    policy = ToolPolicy(tools.enabled, RuleSet(tools.rule_entries()))
+    core = core_sources(replace(tools.file.tools_config(), paths=paths),
+                        tools.web.fetch_settings(), tools.diagnostics)
+    plugins = PluginTools(plugin_settings(tools, core), shell, core, tools.executor_order)
+    registry = plugins.registry()
+    policy = ToolPolicy(enabled_with_plugins(tools.enabled), RuleSet(tools.rule_entries()))
     audit = None
     if data_dir is not None and tools.audit.enabled:
         audit = AuditLog(data_dir / AUDIT_FILE, fsync=tools.audit.fsync)
@@ -92,10 +99,27 @@ def build_toolkit(
             load_settings=_settings_loader(reload_tools) if reload_tools is not None else None,
         )
         shell.add_watcher(reloader.watch)
+    if plugins.settings.dirs:
+        shell.add_watcher(lambda stop: plugins.watch(pipeline, stop))
     if config_file is not None and reload_tools is not None:
         rules = RulesReloader(pipeline, config_file, rules_loader(reload_tools), shell)
         shell.add_watcher(rules.watch)
-    return Toolkit(pipeline, settings, book, reloader)
+    return Toolkit(pipeline, settings, book, reloader, plugins)
+
+
+def plugin_settings(tools: ToolsConfig, core: list[ToolSource]) -> PluginSettings:
+    """The plugin folders (the shell policy's plugin directories), the filter and presets."""
+    builtin = frozenset(n for src in core for s in src.specs for n in (s.id, s.name))
+    return PluginSettings(tuple(tools.shell.plugin_paths()), tools.filter, tools.capabilities,
+                          builtin)
+
+
+def enabled_with_plugins(enabled: list[str]) -> list[str]:
+    """`[tools] enabled` plus every plugin tool, unless the list names plugin tools itself:
+    the external filter and the capability preset decide which plugin tools exist at all."""
+    if any(p.startswith("plugin__") for p in enabled):
+        return list(enabled)
+    return [*enabled, "plugin__*"]
 
 
 def build_checkpoints(tools: ToolsConfig, data_dir: Path | None) -> Checkpoints | None:

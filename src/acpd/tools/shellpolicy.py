@@ -322,6 +322,10 @@ async def judge_call(shell: ShellPolicies | None, spec: ToolSpec, args: dict[str
         return await shell.judge_network(cwd=env.cwd, session_id=env.session_id)
     if shell is None:
         return None
+    if spec.commands is not None:
+        from acpd.tools.commandpolicy import judge_commands
+
+        return await judge_commands(shell, spec, args, env)
     command = args.get("command")
     if spec.id == SHELL_TOOL and isinstance(command, str):
         return await shell.judge(command, cwd=env.cwd, roots=env.roots,

@@ -59,6 +59,8 @@ class ToolCallView:
     status: CallStatus = "pending"
     content: list[ContentItem] = field(default_factory=list)
     locations: list[str] = field(default_factory=list)
+    lines: list[int | None] = field(default_factory=list)
+    """The line of each location, by index (missing or None: the whole file)."""
     raw_input: Any = None
     raw_output: Any = None
 
@@ -80,6 +82,9 @@ class ToolOutput:
     """`text[:body_end]` is what the command printed, which the output filters may shorten;
     the rest are the tool's own notes (exit code, timeout), kept verbatim after filtering.
     None: all of `text` is output."""
+    locations: list[tuple[str, int | None]] | None = None
+    """(path, line) pairs that replace the card's locations when the call ends (the
+    diagnostics a checker found); None keeps those the arguments named."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +199,9 @@ class ToolSpec:
     preview: PreviewFn | None = None
     """What the card shows before the call runs (a diff, what a delete takes away, the
     command and its directory): see tools/preview.py."""
+    commands: Callable[[dict[str, Any], str], list[str]] | None = None
+    """The shell command lines a call with these arguments (in this cwd) will run: the
+    shell policy judges each as it judges bash's, and the strictest verdict counts."""
 
     def input_schema(self) -> dict[str, Any]:
         """The restricted JSON Schema (see tools/schema.py); raises SchemaError outside it."""
