@@ -303,3 +303,27 @@ async def test_a_cancel_right_behind_the_prompt_still_cancels_it(
         assert any(r.get("id") == 99 and "messageId" in r.get("result", {})
                    for r in client.responses())
         assert "too late" not in json.dumps(client.updates)
+
+
+async def test_over_v1_too_a_cancel_right_behind_the_prompt_still_cancels_it(
+    tmp_path: Path, data_dir: Path, workspace: Path
+) -> None:
+    """v1 has the same race: the prompt and its cancel in one write end `cancelled`, and the
+    model's slow text never shows (the cancel used to find no turn and was dropped)."""
+    script = write_script(tmp_path / "s.json", [{"delay": 60, "text": "too late"}])
+    async with raw_acpd(tmp_path, data_dir=data_dir, script=script, version=1) as client:
+        init = await client.request("initialize", {"protocolVersion": 1})
+        assert init["protocolVersion"] == 1
+        new = await client.request("session/new", {"cwd": str(workspace), "mcpServers": []})
+        session_id = str(new["sessionId"])
+        request = {"jsonrpc": "2.0", "id": 99, "method": "session/prompt",
+                   "params": prompt(session_id, "go")}
+        cancel = {"jsonrpc": "2.0", "method": "session/cancel",
+                  "params": {"sessionId": session_id}}
+        await client.send_raw(
+            (json.dumps(request) + "\n" + json.dumps(cancel) + "\n").encode())
+        await client.wait_for(lambda: any(r.get("id") == 99 for r in client.responses()),
+                              within=30)
+        [answer] = [r for r in client.responses() if r.get("id") == 99]
+        assert answer["result"]["stopReason"] == "cancelled"
+        assert "too late" not in json.dumps(client.updates)

@@ -109,10 +109,10 @@ class AcpAgent:
     async def on_notification(self, method: str, params: Any) -> None:
         if method == "session/cancel":
             methods = self._methods or await self.session_methods()
+            # A prompt read just before this cancel (one write holding both) starts its task
+            # at the next loop step, where its turn begins: let it, so the cancel finds it.
+            await anyio.lowlevel.checkpoint()
             if self._v2 is not None:
-                # A prompt read just before this cancel starts its task at the next loop
-                # step, where it is accepted: let it, so that the cancel finds its turn.
-                await anyio.lowlevel.checkpoint()
                 self._v2.cancel(params)
             methods.cancel(params)
         # Unknown notifications are ignored, as JSON-RPC asks.
