@@ -18,6 +18,7 @@ import pytest
 
 from tests.e2e.client import Answerer, RecordingClient, always
 from tests.e2e.harness import acpd, caps, write_script
+from tests.e2e.schema import read_log
 
 pytestmark = pytest.mark.anyio
 
@@ -71,7 +72,12 @@ async def test_write_of_a_new_file_shows_the_diff_and_creates_nothing_until_appr
                     ("write", {"path": "new/deep/notes.md", "content": "# Notes\nfirst\n"}), fs=fs)
     diff = {"type": "diff", "path": str(target), "newText": "# Notes\nfirst\n"}
     request = asked(client)
-    assert request["content"][0] == diff  # no oldText: a new file (schema v1)
+    assert request["content"][0] == diff
+    # On the wire a new file says `"oldText": null` (Toad opens its diff view only then).
+    [wire] = [line.message for line in read_log(tmp_path / "run.wire.log")
+              if line.direction == "A" and isinstance(line.message, dict)
+              and line.message.get("method") == "session/request_permission"]
+    assert wire["params"]["toolCall"]["content"][0] == {**diff, "oldText": None}
     assert request["locations"][0]["path"] == str(target)
     card = pending(client)
     assert card["content"] == request["content"]

@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 from pydantic.alias_generators import to_camel
 
 PROTOCOL_VERSION = 1
@@ -159,6 +167,16 @@ class DiffToolCallContent(AcpModel):
     path: str
     old_text: str | None = None
     new_text: str
+
+    @model_serializer(mode="wrap")
+    def _new_file_says_null(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        # ACP lets a new file's oldText be omitted or null; Toad opens its diff view only when
+        # the key is there, so a new file is sent as `"oldText": null`.
+        data: dict[str, Any] = handler(self)
+        data.setdefault("oldText" if info.by_alias else "old_text", None)
+        return data
 
 
 class TerminalToolCallContent(AcpModel):
