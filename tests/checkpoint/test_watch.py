@@ -17,7 +17,7 @@ import pytest
 from tests.checkpoint.conftest import RigFactory, tree
 
 from acpd.checkpoint import Limits, WorkspaceStore
-from acpd.checkpoint.inotify import MAX_DIRTY
+from acpd.sandbox.inotify import MAX_DIRTY
 from acpd.sandbox.status import sandbox_status
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")

@@ -38,7 +38,7 @@ from acpd.checkpoint.blobs import BlobStore
 from acpd.checkpoint.entries import RACY_NS, Entry
 
 if TYPE_CHECKING:
-    from acpd.checkpoint.inotify import Watcher
+    from acpd.sandbox.inotify import Watcher
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC

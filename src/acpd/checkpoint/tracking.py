@@ -28,8 +28,8 @@ import sys
 import time
 
 from acpd.checkpoint.entries import Entry, diff_manifests
-from acpd.checkpoint.inotify import Dirty, Watcher
 from acpd.checkpoint.scan import Limits, Scanner, ScanResult
+from acpd.sandbox.inotify import Dirty, Watcher
 
 log = logging.getLogger("acpd.checkpoint")
 

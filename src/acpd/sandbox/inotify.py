@@ -1,4 +1,5 @@
-"""A workspace's directory watches (Linux inotify), read as a set of dirty paths.
+"""Directory watches (Linux inotify), read as a set of dirty paths: a workspace's, for its
+checkpoints (checkpoint/tracking.py), and the sandbox walk's (watched.py).
 
 Rules and limits (what a caller may conclude from an empty `Dirty`):
 - One inotify instance per workspace store; one watch per directory the full scan walked,
@@ -96,11 +97,13 @@ class Watcher:
         """Why this watcher cannot be used at all (then it is closed)."""
         self._seen: set[int] = set()
 
-    def add(self, dir_fd: int, rel: str) -> None:
-        """Watch the directory open at `dir_fd` (call before listing it). On failure the
-        watcher is broken; a directory reached under two paths (a bind mount) breaks it."""
+    def add(self, dir_fd: int, rel: str, *, strict: bool = True) -> bool:
+        """Watch the directory open at `dir_fd` (call before listing it); True when its
+        events now name `rel`. On failure the watcher is broken. A directory already watched
+        under another path (a bind mount, a rename): `strict` breaks the watcher, else the
+        watch is moved to `rel` and False says that the other path's events were lost."""
         if self.broken is not None:
-            return
+            return False
         path = f"/proc/self/fd/{dir_fd}".encode()
         wd = self._libc.inotify_add_watch(self.fd, path, MASK)
         if wd < 0:
@@ -108,14 +111,16 @@ class Watcher:
             why = "the inotify watch limit is reached (fs.inotify.max_user_watches)" \
                 if err == errno.ENOSPC else f"inotify_add_watch: {os.strerror(err)}"
             self.close(why)
-            return
+            return False
         known = self.paths.get(wd)
-        if wd in self._seen and known != rel:
+        clash = known is not None and known != rel and (wd in self._seen or not strict)
+        if clash and strict:
             self.close(f"one directory is reached as {known!r} and {rel!r}")
-            return
+            return False
         self.paths[wd] = rel
         self._seen.add(wd)
         self._retired.discard(wd)
+        return not clash
 
     def start_sweep(self) -> None:
         """A full scan begins: the watches it adds are the ones that stay (see `sweep`)."""
