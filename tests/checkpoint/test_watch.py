@@ -220,3 +220,27 @@ async def test_a_sandboxed_command_is_checkpointed_from_events_and_undone_exactl
     assert "src/new.py" in result.text and "hello.txt" in result.text and "old.txt" in result.text
     assert (await r.slash("")).startswith("Undid call-1")
     assert tree(workspace) == before
+
+
+@pytest.mark.anyio
+async def test_interleaved_calls_of_two_sessions_each_see_their_changes(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from acpd.checkpoint import Checkpoints
+
+    book = Checkpoints(tmp_path / "data")
+    try:
+        warm = await book.begin("warm", "s0", "bash", "warm", str(workspace))
+        await warm.finish([], confined=True)
+        first = await book.begin("a", "s1", "bash", "a", str(workspace))
+        (workspace / "a.txt").write_text("a")
+        second = await book.begin("b", "s2", "bash", "b", str(workspace))
+        (workspace / "b.txt").write_text("b")
+        (workspace / "hello.txt").write_text("changed by a\n")
+        done_a = await first.finish([], confined=True)
+        (workspace / "c.txt").write_text("c")
+        done_b = await second.finish([], confined=True)
+    finally:
+        book.close()
+    assert {c.path for c in done_a.changes} == {"a.txt", "b.txt", "hello.txt"}
+    assert {c.path for c in done_b.changes} == {"b.txt", "hello.txt", "c.txt"}

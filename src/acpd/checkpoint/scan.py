@@ -21,8 +21,8 @@ Rules:
   directories whole; every other path keeps its previous entry. It is the caller's job to
   decide when that is enough (store.py). Every directory a scan lists is handed to
   `watcher.add` first, so a change after that moment is reported as an event.
-- Each scan says which files have several hard links (`multi`) and which entries must be
-  read again next time (`slow`: racy, or not saved): an incremental scan re-stats those too.
+- Each scan says which files have several hard links (`multi`) and which files' bytes are
+  not saved yet (`slow`): an incremental scan re-stats those too.
 """
 
 from __future__ import annotations

@@ -68,7 +68,8 @@ class Tracker:
                 result = self.scanner.scan_dirty(
                     manifest, dirty.paths | self.multi | self.slow, dirty.trees, budget=budget)
                 if result is not None and result.multi <= self.multi:
-                    self.slow = result.slow
+                    # Every file of both sets was re-stat'ed: the result's sets are complete.
+                    self.multi, self.slow = result.multi, result.slow
                     self.kind = "incremental"
                     return result
                 dirty.doubt = "a file gained a hard link, or a mount or link on the way"
