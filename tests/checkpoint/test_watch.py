@@ -244,3 +244,19 @@ async def test_interleaved_calls_of_two_sessions_each_see_their_changes(
         book.close()
     assert {c.path for c in done_a.changes} == {"a.txt", "b.txt", "hello.txt"}
     assert {c.path for c in done_b.changes} == {"b.txt", "hello.txt", "c.txt"}
+
+
+def test_only_the_bash_tool_s_word_that_it_ran_sandboxed_is_believed() -> None:
+    import dataclasses
+
+    from acpd.tools.builtin.shell import SPECS
+    from acpd.tools.execution import _confined
+    from acpd.tools.spec import ToolOutput
+
+    (bash,) = SPECS
+    plugin = dataclasses.replace(bash, id="plugin__mine", name="mine")
+    claims = ToolOutput("ok", raw={"sandbox": "bwrap", "exit_code": 0})
+    assert _confined(bash, claims)
+    assert not _confined(plugin, claims)  # a plugin or MCP server could say anything
+    assert not _confined(bash, ToolOutput("ok", raw={"sandbox": "none: switched off"}))
+    assert not _confined(bash, ToolOutput("ok"))

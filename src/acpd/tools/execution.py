@@ -99,7 +99,7 @@ async def _run(
             if files is not None and files.line:
                 result.text += f"\n{files.line}"
             return result
-        files = await _changes(pending, output.content, confined=_confined(output))
+        files = await _changes(pending, output.content, confined=_confined(spec, output))
         if key is not None:
             state.cache.put(key, output)
         state.anomaly.record(spec.id, False)
@@ -155,11 +155,18 @@ async def _changes(
     return outcome
 
 
-def _confined(output: ToolOutput) -> bool:
+SANDBOXED_TOOLS = frozenset({"core__bash"})
+"""Tools whose runner reports the sandbox in `raw["sandbox"]` (a plugin's or an MCP server's
+raw output could say anything: never believed)."""
+
+
+def _confined(spec: ToolSpec, output: ToolOutput) -> bool:
     """The call ran to its end inside bubblewrap (the bash tool says so in its raw output):
     its processes are gone and could write to the workspace only through the workspace's
     own mount, so the file watcher saw every change (acpd/checkpoint/tracking.py). A
     cancelled or failed call, or any other tool, gets a full scan."""
+    if spec.id not in SANDBOXED_TOOLS:
+        return False
     raw = output.raw
     sandbox = raw.get("sandbox") if isinstance(raw, dict) else None
     return isinstance(sandbox, str) and sandbox.startswith("bwrap")
