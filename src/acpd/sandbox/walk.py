@@ -127,13 +127,11 @@ def _listing(directory: str, rel: str, ino: int, deny_read: Matcher, deny_write:
 
 def _read(directory: str, rel: str, st: os.stat_result, deny_read: Matcher,
           deny_write: Matcher) -> _Listing | None:
-    """Read the directory through a descriptor (watched first, when a watcher can be used);
-    None when it is no longer the directory that was stat'ed. Raises OSError."""
+    """Read the directory through a descriptor (watched first, when a watcher can be used).
+    Raises OSError (a link in its place: not followed)."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        now = os.fstat(fd)
-        if (now.st_ino, now.st_dev) != (st.st_ino, st.st_dev):
-            return None  # replaced between the stat and the open: the next walk reads it
+        st = os.fstat(fd)  # replaced since the stat: what is read is what was opened
         watching = watched.watch(fd, directory)
         with os.scandir(fd) as it:
             entries = list(it)
