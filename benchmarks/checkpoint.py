@@ -2,16 +2,20 @@
 
     .venv/bin/python benchmarks/checkpoint.py [--files N] [--rounds R]
 
-Prints, for one workspace (N files in nested directories, 200 B to 8 KiB each):
+Prints, for one workspace (N files in nested directories, 200 B to 8 KiB each), median and
+p95 of each, all measured in the same run:
 - the first checkpoint (every file read, hashed and saved into an empty store);
-- one checkpoint when little changed (one file edited since the last), median and p90;
+- one checkpoint when little changed (one file edited since the last): with the file
+  watcher (acpd now: only what inotify reported is scanned) and the named baseline, the full
+  scan (`Limits(watch=False)`: every path lstat'ed, acpd before the watcher);
 - the whole per-command cost the runner adds to a bash call that edits one file: the
-  checkpoint before, the checkpoint after, the diff and the card (`Checkpoints.begin` then
-  `Pending.finish`, thread hops included), median and p90;
-and two named baselines measured in the same run on the same workspace:
-- `git add -A && git write-tree` in a shadow repository outside the workspace (what Gemini
-  CLI's checkpointing does per command), after the same one-file edit;
-- a plain `os.walk` + `lstat` of every path (the least any stat-based checkpoint must do).
+  checkpoint before, the checkpoint after, the diff, the card and the record
+  (`Checkpoints.begin` then `Pending.finish`, thread hops included), for a command that ran
+  in the kernel sandbox (watcher trusted after it), for one that did not (full scan after
+  it), and with the watcher off (full scans both sides), next to the command itself
+  (`bash -c` appending to the file, the named baseline for "added per command");
+- more baselines: `git add -A && git write-tree` in a shadow repository (Gemini CLI's
+  checkpointing) and a plain `os.walk` + `lstat` of every path.
 Target: under 50 ms per checkpoint when little changed.
 """
 
@@ -34,7 +38,12 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import anyio  # noqa: E402
 
-from acpd.checkpoint import Checkpoints, Limits, WorkspaceStore  # noqa: E402
+from acpd.checkpoint import (  # noqa: E402
+    Checkpoints,
+    CheckpointSettings,
+    Limits,
+    WorkspaceStore,
+)
 
 
 def make_workspace(root: Path, files: int) -> list[Path]:
@@ -61,8 +70,9 @@ def timed(action: Callable[[], object], rounds: int, before: Callable[[], object
     return times
 
 
-def p90(values: list[float]) -> float:
-    return sorted(values)[int(len(values) * 0.9) - 1] if len(values) >= 10 else max(values)
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
 
 
 def walk_stat(root: Path) -> int:
@@ -96,24 +106,46 @@ def run(top: Path, files: int, rounds: int) -> int:
         with paths[n % len(paths)].open("a") as f:
             f.write(f"# edit {n}\n")
 
-    store = WorkspaceStore(top / "data", str(workspace), Limits())
+    full_limits = Limits(watch=False)
+    store = WorkspaceStore(top / "data", str(workspace), full_limits)
     start = time.perf_counter()
     first = store.checkpoint()
     first_ms = (time.perf_counter() - start) * 1000
     time.sleep(2.1)  # past the racy window, as a real session would be
     store.checkpoint()
-    ours = timed(store.checkpoint, rounds, edit_one)
+    full = timed(store.checkpoint, rounds, edit_one)
+    store.close()
+    store = WorkspaceStore(top / "data", str(workspace), Limits())
+    store.checkpoint(trust_watch=True)  # starts the watcher (a full scan)
+    watched = timed(lambda: store.checkpoint(trust_watch=True), rounds, edit_one)
+    kind = store.tracker.kind
     store.close()
 
-    book = Checkpoints(top / "data")
+    def per_command(limits: Limits, confined: bool) -> list[float]:
+        book = Checkpoints(top / "data", CheckpointSettings(limits=limits))
+        target = paths[next(counter) % len(paths)]
+        command = ["bash", "-c", f"echo edit >> {target}"]
 
-    async def one_command() -> None:
-        pending = await book.begin("c", "s", "bash", "edit", str(workspace))
-        edit_one()
-        await pending.finish([])
+        async def one_command() -> float:
+            start = time.perf_counter()
+            pending = await book.begin("c", "s", "bash", "edit", str(workspace))
+            begun = time.perf_counter()
+            await anyio.run_process(command, check=True)
+            ran = time.perf_counter()
+            await pending.finish([], confined=confined)
+            return (begun - start + time.perf_counter() - ran) * 1000
 
-    hook = timed(lambda: anyio.run(one_command), rounds, lambda: None)
-    book.close()
+        anyio.run(one_command)  # the store is opened (and the watcher started) once
+        try:
+            return [anyio.run(one_command) for _ in range(rounds)]
+        finally:
+            book.close()
+
+    command_ms = timed(lambda: subprocess.run(["bash", "-c", f"echo x >> {paths[0]}"],
+                                              check=True), rounds, lambda: None)
+    hook_sandboxed = per_command(Limits(), True)
+    hook_unconfined = per_command(Limits(), False)
+    hook_full = per_command(full_limits, True)
 
     env = {**os.environ, "GIT_DIR": str(top / "shadow.git"), "GIT_WORK_TREE": str(workspace),
            "GIT_INDEX_FILE": str(top / "shadow.index")}
@@ -126,21 +158,30 @@ def run(top: Path, files: int, rounds: int) -> int:
     walk_ms = timed(lambda: walk_stat(workspace), rounds, lambda: None)
 
     size = sum(p.stat().st_size for p in paths) / 1e6
-    print(f"workspace: {files} files in {len(first.entries) - files} directories, {size:.1f} MB")
+    print(f"workspace: {files} files in {len(first.entries) - files} directories, {size:.1f} MB; "
+          f"{rounds} rounds; load {os.getloadavg()[0]:.2f}")
     print(f"first checkpoint (empty store)          {first_ms:9.1f} ms")
     print(f"  baseline git add -A && write-tree      {git_first_ms:9.1f} ms")
-    print("one file edited since the last checkpoint:   median      p90")
+    print("one file edited since the last checkpoint:        median      p95")
     rows = [
-        ("acpd checkpoint", ours),
-        ("acpd per command (before+after+card)", hook),
+        (f"acpd checkpoint, file watcher ({kind})", watched),
+        ("baseline: acpd full scan (watch=False)", full),
         ("baseline: git add -A && git write-tree", git_ms),
         ("baseline: os.walk + lstat", walk_ms),
+        ("per bash call, added (before+after+diff+card+record):", []),
+        ("  sandboxed command (watcher trusted after)", hook_sandboxed),
+        ("  unconfined command (full scan after)", hook_unconfined),
+        ("  baseline: watcher off (full scans)", hook_full),
+        ("  the command itself: bash -c 'echo >> f'", command_ms),
     ]
     for name, values in rows:
-        print(f"  {name:40s} {statistics.median(values):7.1f} ms {p90(values):7.1f} ms")
-    median = statistics.median(ours)
-    print(f"acpd checkpoint / git baseline: {median / statistics.median(git_ms):.2f}x; "
-          f"/ os.walk+lstat: {median / statistics.median(walk_ms):.2f}x; "
+        if not values:
+            print(name)
+            continue
+        print(f"  {name:46s} {statistics.median(values):7.2f} ms {p95(values):7.2f} ms")
+    median = statistics.median(watched)
+    print(f"watched checkpoint / full scan: {median / statistics.median(full):.3f}x; "
+          f"/ git baseline: {median / statistics.median(git_ms):.3f}x; "
           f"target < 50 ms: {'met' if median < 50 else 'NOT met'}")
     return 0
 

@@ -6,7 +6,8 @@ Target (issue 15): under 5 ms added per command (median). Printed, each as media
   2. the per-command confinement build (the workspace walk) on a small workspace and on a
      10,000-file one (with a git repository): cold, unchanged since the last command (each
      directory's listing is reused after a stat proves it unchanged), one file added;
-  3. the editor-terminal launcher (`python -P -m acpd.sandbox exec`) vs bubblewrap alone;
+  3. the editor-terminal launcher (acpd's bash launcher, daemon/confine.py) vs bubblewrap
+     alone, and the named baseline it replaced (`python -P -m acpd.sandbox exec`);
   4. the one-off availability probe (cached per process).
 Run: .venv/bin/python benchmarks/sandbox.py [--runs N]
 """
@@ -14,6 +15,7 @@ Run: .venv/bin/python benchmarks/sandbox.py [--runs N]
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import subprocess
@@ -23,10 +25,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from acpd.daemon.confine import Confined, editor_launch
 from acpd.sandbox import walk
 from acpd.sandbox.build import WALK_LIMIT, build_confinement
-from acpd.sandbox.bwrap import bwrap_argv
-from acpd.sandbox.profile import Confinement
+from acpd.sandbox.bwrap import bwrap_argv, open_pins
 from acpd.sandbox.rules import PathRules
 from acpd.sandbox.status import probe, sandbox_status
 
@@ -112,8 +114,9 @@ def main() -> int:
         (small / ".env").write_text("S=1")
         conf = build_confinement((str(small),), RULES, cwd=str(small))
         plain = ["bash", "-c", "true"]
-        netted = Confinement(**{**_fields(conf), "network": True})
-        print(f"sandbox: {status.kind} ({status.reason}); {runs} runs each, interleaved\n")
+        netted = dataclasses.replace(conf, network=True)
+        print(f"sandbox: {status.kind} ({status.reason}); {runs} runs each, interleaved; "
+              f"load {os.getloadavg()[0]:.2f}\n")
         print("1. spawn, small workspace")
         got = interleaved({
             "plain": spawn(plain),
@@ -154,30 +157,50 @@ def main() -> int:
         print(f"  walk bound: {WALK_LIMIT} entries per command; past it the card says the "
               "profile is incomplete")
 
-        print("\n3. editor-terminal launcher")
+        print("\n3. editor-terminal launcher (what the editor's terminal runs)")
         launcher_runs = max(10, runs // 2)
+        gitted = Path(temp) / "gitted"
+        (gitted / ".git" / "hooks").mkdir(parents=True)
+        for name in ("HEAD", "config"):
+            (gitted / ".git" / name).write_text("x\n")
+        (gitted / ".git" / "objects").mkdir()
+        gconf = build_confinement((str(gitted),), RULES, cwd=str(gitted))
+        pinned = Confined(gconf, status, "bwrap")
 
-        def launcher() -> None:
+        def bash_launcher() -> None:
+            launch = editor_launch(pinned, "true")
+            try:
+                subprocess.run([launch.command, *launch.args], cwd=gitted,
+                               stdin=subprocess.DEVNULL, check=True)
+            finally:
+                launch.cleanup()
+
+        def python_launcher() -> None:
             path = Path(temp) / "profile.json"
-            path.write_text(conf.to_json())
+            path.write_text(gconf.to_json())
             subprocess.run([sys.executable, "-P", "-m", "acpd.sandbox", "exec", "--profile",
                             str(path), "--", *plain], stdin=subprocess.DEVNULL, check=True)
 
-        got = interleaved({"bwrap": spawn(bwrap_argv(bwrap, conf, plain)),
-                           "launcher": launcher,
-                           "python": spawn([sys.executable, "-P", "-c", "pass"])},
-                          launcher_runs)
-        row("bwrap ... bash -c true", got["bwrap"])
-        row("python -P -m acpd.sandbox exec ... (launcher)", got["launcher"], got["bwrap"])
-        row("python -P -c pass (interpreter floor)", got["python"])
+        def direct() -> None:
+            pins = open_pins(gconf)
+            try:
+                subprocess.run(bwrap_argv(bwrap, gconf, plain, pins), stdin=subprocess.DEVNULL,
+                               check=True, pass_fds=tuple(pins.values()))
+            finally:
+                for fd in pins.values():
+                    os.close(fd)
+
+        got = interleaved({"plain": spawn(plain), "bwrap": direct, "launcher": bash_launcher,
+                           "python": python_launcher}, launcher_runs)
+        row("bash -c true (baseline)", got["plain"])
+        row("bwrap ... bash -c true (pinned .git)", got["bwrap"], got["plain"])
+        row("bash launcher -> bwrap (acpd now)", got["launcher"], got["plain"])
+        row("  over bwrap alone", got["launcher"], got["bwrap"])
+        row("python -P -m acpd.sandbox exec (before)", got["python"], got["plain"])
 
         print("\n4. availability probe (once per daemon)")
         row("bwrap ... true via posix_spawn", timed(lambda: probe(bwrap), max(10, runs // 3)))
     return 0
-
-
-def _fields(conf: Confinement) -> dict[str, object]:
-    return {name: getattr(conf, name) for name in conf.__dataclass_fields__}
 
 
 if __name__ == "__main__":

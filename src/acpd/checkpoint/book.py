@@ -104,7 +104,8 @@ class Checkpoints:
         scope = scope_of(tool_id, root, locations or [])
         try:
             store = await anyio.to_thread.run_sync(self.store, root)
-            before = await anyio.to_thread.run_sync(store.checkpoint, scope)
+            before = await anyio.to_thread.run_sync(
+                lambda: store.checkpoint(scope, trust_watch=True))
         except Exception as exc:  # a checkpoint problem must never stop the call itself
             log.log(_level(exc), "no checkpoint before %s: %s", call_id, exc,
                     exc_info=not isinstance(exc, OSError | sqlite3.Error))
@@ -113,7 +114,7 @@ class Checkpoints:
         record = CallRecord(call_id, session, tool, title, started, started, [],
                             list(before.notes), before.complete)
         return Pending(self, store, before.entries, record, None,
-                       scope if before.scoped else None)
+                       scope if before.scoped else None, before.generation)
 
 
 @dataclass(slots=True)
@@ -124,18 +125,25 @@ class Pending:
     record: CallRecord
     problem: str | None
     scope: list[str] | None = None
+    generation: int = 0
+    """The store's checkpoint count after `before` was taken."""
 
-    async def finish(self, shown: list[str]) -> Outcome:
+    async def finish(self, shown: list[str], *, confined: bool = False) -> Outcome:
         """Checkpoint again and record what changed. `shown`: absolute paths the tool's
-        own card already diffs. Never raises (a failure is said in the card)."""
+        own card already diffs. `confined`: the call ran in the kernel sandbox, where
+        every write to the workspace is seen by the file watcher (tracking.py), so the
+        checkpoint may scan only what it reported. Never raises (a failure is said in
+        the card)."""
         if self.store is None:
             note = TextItem(f"No checkpoint was taken ({self.problem}): this call cannot "
                             "be undone.")
             return Outcome([], [note], "")
         store = self.store
         try:
-            after = await anyio.to_thread.run_sync(store.checkpoint, self.scope)
-            changes = diff_manifests(self.before, after.entries)
+            after = await anyio.to_thread.run_sync(
+                lambda: store.checkpoint(self.scope, trust_watch=confined))
+            paths = store.touched_since(self.generation)
+            changes = diff_manifests(self.before, after.entries, paths)
             record = self.record
             record.ended = time.time()
             record.changes = changes

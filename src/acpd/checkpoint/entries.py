@@ -123,8 +123,14 @@ class Change:
         )
 
 
-def diff_manifests(before: dict[str, Entry], after: dict[str, Entry]) -> list[Change]:
-    """Every path whose state differs, sorted by path."""
+def diff_manifests(
+    before: dict[str, Entry], after: dict[str, Entry], paths: set[str] | None = None,
+) -> list[Change]:
+    """Every path whose state differs, sorted by path; only among `paths` when given (the
+    only ones that may differ)."""
+    if paths is not None:
+        return sorted((Change(p, before.get(p), after.get(p)) for p in paths
+                       if _differs(before.get(p), after.get(p))), key=lambda c: c.path)
     get = after.get
     changes = [
         Change(path, entry, get(path))
@@ -136,6 +142,12 @@ def diff_manifests(before: dict[str, Entry], after: dict[str, Entry]) -> list[Ch
                    if path not in before)
     changes.sort(key=lambda c: c.path)
     return changes
+
+
+def _differs(first: Entry | None, second: Entry | None) -> bool:
+    if first is second:
+        return False
+    return first is None or second is None or first.state() != second.state()
 
 
 def summary(changes: list[Change]) -> dict[str, int]:

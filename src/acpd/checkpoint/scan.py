@@ -17,6 +17,12 @@ Rules:
   changes are shown, but paths it never reached are unknown.
 - Paths in `exclude` (by device and inode: the checkpoint store itself, when it lies inside
   the workspace) are not walked.
+- `scan_dirty` re-scans only the paths a watcher reported (inotify.py) and walks new
+  directories whole; every other path keeps its previous entry. It is the caller's job to
+  decide when that is enough (store.py). Every directory a scan lists is handed to
+  `watcher.add` first, so a change after that moment is reported as an event.
+- Each scan says which files have several hard links (`multi`) and which files' bytes are
+  not saved yet (`slow`): an incremental scan re-stats those too.
 """
 
 from __future__ import annotations
@@ -26,9 +32,13 @@ import os
 import stat
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from acpd.checkpoint.blobs import BlobStore
 from acpd.checkpoint.entries import RACY_NS, Entry
+
+if TYPE_CHECKING:
+    from acpd.sandbox.inotify import Watcher
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -44,6 +54,10 @@ class Limits:
     """A scan reads files for at most this long; files it had no time for are marked not
     saved (and are read by the next scans), so a first checkpoint of a huge workspace is
     spread over several calls instead of holding the first one up."""
+    watch: bool = True
+    """Use a file watcher to scan only what changed (tracking.py); False: always in full."""
+    verify_seconds: float = 300.0
+    """A full scan (which also checks the watcher) at least this often."""
 
 
 @dataclass(slots=True)
@@ -60,6 +74,20 @@ class ScanResult:
     """Only some paths were scanned (a file tool's); the others kept their entries."""
     read_files: int = 0
     """How many files were read (and saved when new) in this scan."""
+    multi: set[str] = field(default_factory=set)
+    """Regular files with more than one hard link."""
+    slow: set[str] = field(default_factory=set)
+    """Files whose bytes were not saved (unreadable, no time, no room): every scan tries
+    again. (Racy files are re-read by the next full scan, and by an incremental one when
+    an event names them: a write after the read is an event.)"""
+    foreign: str | None = None
+    """A directory on another device than the root (a mount point under the workspace)."""
+    incremental: bool = False
+    """Only the paths a watcher reported were scanned."""
+    touched: set[str] | None = None
+    """The paths whose entries may differ from the previous ones (None: any path)."""
+    generation: int = 0
+    """The store's checkpoint count, this one included (store.py `touched_since`)."""
 
     def note(self, text: str) -> None:
         if len(self.notes) < MAX_NOTES:
@@ -77,15 +105,105 @@ class Scanner:
         self.blobs = blobs
         self.limits = limits
         self.exclude = exclude
+        self.watcher: Watcher | None = None
+        """Told about every directory before it is listed (see inotify.py)."""
+        self._root_dev = 0
 
     def scan(self, previous: dict[str, Entry], *, budget: bool = True) -> ScanResult:
         """`budget`: stop reading after `max_read_seconds`. Raises OSError when the
         workspace root itself cannot be opened."""
         result = ScanResult({}, deadline=self._deadline(budget))
         start = time.time_ns()
-        root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        root_fd = self._open_root()
         self._walk([(root_fd, "", None)], previous, result, start)
         return result
+
+    def _open_root(self) -> int:
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self._root_dev = os.fstat(fd).st_dev
+        return fd
+
+    def scan_dirty(
+        self, previous: dict[str, Entry], paths: set[str], trees: set[str], *,
+        budget: bool = True,
+    ) -> ScanResult | None:
+        """Re-scan `paths` (each alone: a directory that still is one keeps its subtree,
+        which its own watch covers) and walk `trees` whole; every other path keeps its
+        previous entry. None when only a full scan will do (a symlink or file where a
+        parent directory was, a directory on another device). Raises OSError for an
+        unusable root."""
+        result = ScanResult(dict(previous), deadline=self._deadline(budget), incremental=True,
+                            touched=set())
+        start = time.time_ns()
+        chosen = [p for p in paths | trees if not _under(p, trees)]
+        by_parent: dict[str, list[str]] = {}
+        for path in sorted(chosen):
+            parent, _, name = path.rpartition("/")
+            by_parent.setdefault(parent, []).append(name)
+        root_fd = self._open_root()
+        try:
+            for parent, names in by_parent.items():
+                fd = self._open_below(root_fd, parent)
+                if fd is None:
+                    return None
+                if fd < 0:
+                    continue  # the parent is gone: its own parent's event removes it
+                try:
+                    self._rescan(fd, parent, names, previous, result, trees, start)
+                finally:
+                    os.close(fd)
+        finally:
+            os.close(root_fd)
+        return None if result.foreign is not None else result
+
+    def _open_below(self, root_fd: int, rel: str) -> int | None:
+        """A descriptor of directory `rel`, opened component by component without following
+        a link; -1 when it is missing; None when a link or file stands on the way."""
+        fd = os.dup(root_fd)
+        for part in rel.split("/") if rel else ():
+            try:
+                child = os.open(part, DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                os.close(fd)
+                return -1
+            except OSError:
+                os.close(fd)
+                return None
+            os.close(fd)
+            fd = child
+        return fd
+
+    def _rescan(
+        self, fd: int, parent: str, names: list[str], previous: dict[str, Entry],
+        result: ScanResult, trees: set[str], start: int,
+    ) -> None:
+        entries = result.entries
+        touched = result.touched
+        assert touched is not None
+        prefix = f"{parent}/" if parent else ""
+        for name in names:
+            rel = prefix + name
+            touched.add(rel)
+            old = previous.get(rel)
+            try:
+                st: os.stat_result | None = os.lstat(name, dir_fd=fd)
+            except FileNotFoundError:
+                st = None
+            if (st is not None and stat.S_ISDIR(st.st_mode) and old is not None
+                    and old.kind == "d" and rel not in trees):
+                mode = st.st_mode & 0o7777
+                entries[rel] = old if old.mode == mode else Entry("d", mode)
+                continue
+            if old is not None and old.kind == "d":
+                below = rel + "/"
+                for gone in [p for p in entries if p.startswith(below)]:
+                    del entries[gone]
+                    touched.add(gone)
+            entries.pop(rel, None)
+            if st is not None:
+                stack: list[tuple[int, str, list[str] | None]] = []
+                self._directory(fd, prefix, previous, result, stack, start, [name])
+                self._walk(stack, previous, result, start)
 
     def scan_scope(
         self, previous: dict[str, Entry], scope: list[str], *, budget: bool = True
@@ -101,7 +219,7 @@ class Scanner:
         for path in [p for p in entries if _within(p, chosen)]:
             del entries[path]
         for rel in scope:
-            root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            root_fd = self._open_root()
             found = self._ancestors(root_fd, rel, previous, result)
             if found is None:
                 return None
@@ -169,6 +287,8 @@ class Scanner:
         only: list[str] | None = None,
     ) -> None:
         entries = result.entries
+        if only is None and self.watcher is not None:
+            self.watcher.add(fd, prefix[:-1])  # before listing: later changes are events
         try:
             listing = os.listdir(fd) if only is None else only
         except OSError as exc:
@@ -183,8 +303,11 @@ class Scanner:
             result.complete = False
         lstat = os.lstat
         get = previous.get
+        touched = result.touched
         for name in listing:
             rel = prefix + name
+            if touched is not None:
+                touched.add(rel)
             try:
                 st = lstat(name, dir_fd=fd)
             except FileNotFoundError:
@@ -192,6 +315,8 @@ class Scanner:
             mode = st.st_mode
             old = get(rel)
             if stat.S_ISREG(mode):
+                if st.st_nlink > 1:
+                    result.multi.add(rel)
                 # The hot path, inlined: an unchanged file is one lstat and a comparison.
                 # (Any chmod, write or rename moves the ctime, which no one can set back.)
                 if (
@@ -201,10 +326,14 @@ class Scanner:
                 ):
                     entries[rel] = old
                 else:
-                    entries[rel] = self._file(fd, name, rel, st, result, start)
+                    entries[rel] = made = self._file(fd, name, rel, st, result, start)
+                    if not made.fast and not made.racy:
+                        result.slow.add(rel)  # not saved: read again by every scan
             elif stat.S_ISDIR(mode):
                 if (st.st_dev, st.st_ino) in self.exclude:
                     continue
+                if st.st_dev != self._root_dev:
+                    result.foreign = rel
                 if old is not None and old.kind == "d" and old.mode == mode & 0o7777:
                     entries[rel] = old
                 else:
@@ -274,6 +403,15 @@ class Scanner:
 
 
 TOO_LARGE = "too large to save"
+
+
+def _under(path: str, trees: set[str]) -> bool:
+    """`path` lies strictly below one of `trees`."""
+    while "/" in path:
+        path = path.rsplit("/", 1)[0]
+        if path in trees:
+            return True
+    return False
 
 
 def _within(path: str, chosen: set[str]) -> bool:

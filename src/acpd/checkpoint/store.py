@@ -9,7 +9,8 @@ notes about what could not be saved, and which undo undid it.
 
 Rules and limits:
 - Every scan compares fresh lstats with the manifest; the manifest is a cache of digests,
-  never a source of facts about the disk.
+  never a source of facts about the disk. Which paths a scan lstats (all of them, or only
+  those a file watcher reported changed) is tracking.py's decision.
 - Scans and undos of one workspace are serialised by `lock` (a thread lock: they run in
   worker threads). Calls that run at the same time in one workspace (two sessions) may see
   each other's changes between their two checkpoints; a change is then shown in both.
@@ -27,6 +28,7 @@ import json
 import os
 import sqlite3
 import threading
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from typing import Any
 from acpd.checkpoint.blobs import BlobStore
 from acpd.checkpoint.entries import Change, Entry
 from acpd.checkpoint.scan import Limits, Scanner, ScanResult
+from acpd.checkpoint.tracking import Tracker
 
 SCHEMA = """
 PRAGMA journal_mode = WAL;
@@ -58,6 +61,7 @@ CREATE TABLE IF NOT EXISTS calls (
 CREATE INDEX IF NOT EXISTS calls_by_session ON calls (session, seq);
 """
 STORE_DIR = "checkpoints"
+HISTORY = 64
 
 
 def workspace_key(root: str) -> str:
@@ -101,34 +105,59 @@ class WorkspaceStore:
         self.blobs = BlobStore(str(self.directory / "objects"), limits.max_total_bytes, total)
         st = os.stat(self.directory)
         self.scanner = Scanner(self.root, self.blobs, limits, frozenset({(st.st_dev, st.st_ino)}))
+        self.tracker = Tracker(self.scanner, limits)
         self.manifest = self._load_manifest()
+        self.generation = 0
+        """Counts the checkpoints; `_touched` holds what each recent one may have changed."""
+        self._touched: deque[set[str] | None] = deque(maxlen=HISTORY)
 
     def close(self) -> None:
         with self.lock:
+            self.tracker.close()
             self._db.close()
 
     # --- checkpoints ----------------------------------------------------------------------
 
-    def checkpoint(self, scope: list[str] | None = None, *, budget: bool = True) -> ScanResult:
+    def checkpoint(
+        self, scope: list[str] | None = None, *, budget: bool = True, trust_watch: bool = False,
+    ) -> ScanResult:
         """Scan the workspace (or only the `scope` paths, see Scanner.scan_scope) against
         the manifest and make the result the new manifest. `budget`: read files for at most
-        `max_read_seconds` (undo reads what it compares in full). Raises OSError when the
-        workspace cannot be opened."""
+        `max_read_seconds` (undo reads what it compares in full). `trust_watch`: only the
+        paths the file watcher reported may be scanned (tracking.py says when). Raises
+        OSError when the workspace cannot be opened."""
         with self.lock:
-            result = self._scan(scope, budget)
+            result = self._scan(scope, budget, trust_watch)
             if self.blobs.total >= self.limits.max_total_bytes and self._prune():
-                result = self._scan(scope, budget)  # room again: save what was left out
+                result = self._scan(scope, budget, False)  # room again: save what was left out
             self._save_manifest(result)
+            self.generation += 1
+            self._touched.append(result.touched)
+            result.generation = self.generation
             return result
 
-    def _scan(self, scope: list[str] | None, budget: bool) -> ScanResult:
+    def touched_since(self, generation: int) -> set[str] | None:
+        """The paths the checkpoints after `generation` may have changed; None when any of
+        them was a full scan (or is too old to tell)."""
+        with self.lock:
+            count = self.generation - generation
+            if count > len(self._touched):
+                return None
+            paths: set[str] = set()
+            for touched in list(self._touched)[len(self._touched) - count:]:
+                if touched is None:
+                    return None
+                paths |= touched
+            return paths
+
+    def _scan(self, scope: list[str] | None, budget: bool, trust: bool) -> ScanResult:
         result = None
         if scope is not None:
             result = self.scanner.scan_scope(self.manifest, scope, budget=budget)
         if result is not None:
             result.scoped = True
         else:
-            result = self.scanner.scan(self.manifest, budget=budget)
+            result = self.tracker.scan(self.manifest, budget=budget, trust=trust)
         if result.out_of_time:
             result.note(
                 f"{result.out_of_time} files were not read within the checkpoint's time "
@@ -143,8 +172,13 @@ class WorkspaceStore:
             new = {**{p: e for p, e in old.items() if p not in new}, **new}
             result.entries = new
         # The scanner hands back the very object for an unchanged path: compare identities.
-        upserts = [(_key(p), _dump(e)) for p, e in new.items() if old.get(p) is not e]
-        deletes = [(_key(p),) for p in old if p not in new]
+        if result.touched is not None:
+            upserts = [(_key(p), _dump(e)) for p in result.touched
+                       if (e := new.get(p)) is not None and old.get(p) is not e]
+            deletes = [(_key(p),) for p in result.touched if p in old and p not in new]
+        else:
+            upserts = [(_key(p), _dump(e)) for p, e in new.items() if old.get(p) is not e]
+            deletes = [(_key(p),) for p in old if p not in new]
         added = self.blobs.take_added()
         if not (upserts or deletes or added):
             self.manifest = new

@@ -6,18 +6,24 @@ builds a fresh `Confinement` from the request's roots and the policy's path rule
 request's own, else the runner's rules source: the live policy of the cwd). With no sandbox on
 this machine it says why, and the command runs as before (the card and the audit say so).
 `editor_launch` is the editor-terminal form: the command and args of `terminal/create` that run
-acpd's launcher around `bash -c COMMAND`, with the profile in a one-use file.
+acpd's launcher around `bash -c COMMAND`: a few lines of bash (LAUNCHER) that pin the git
+directories by descriptor and exec bubblewrap, which reads the rest of its prebuilt argv from
+two one-use files (`--args FD`). No Python starts on that path.
+
+/tmp: one private directory per workspace (per daemon, removed when it exits) is bound at
+/tmp for every command there, so a build that keeps state in /tmp between commands works.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import functools
 import os
 import shutil
-import sys
 import tempfile
+import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -26,11 +32,11 @@ from typing import Any
 import anyio.to_thread
 
 from acpd.sandbox.build import build_confinement
-from acpd.sandbox.bwrap import BWRAP_ENV, open_pins
+from acpd.sandbox.bwrap import head_args, open_pins, tail_args
 from acpd.sandbox.launch import bash_argv
 from acpd.sandbox.profile import Confinement
 from acpd.sandbox.rules import PathRules
-from acpd.sandbox.status import SWITCH_ENV, SandboxStatus, sandbox_status
+from acpd.sandbox.status import SandboxStatus, cached_status, sandbox_status
 from acpd.tools.capabilities import CommandRequest
 
 RulesSource = Callable[[str], Awaitable[PathRules]]
@@ -73,7 +79,9 @@ class Confined:
 
 async def confine(request: CommandRequest, source: RulesSource | None) -> Confined:
     """Raises OSError when the workspace roots do not exist."""
-    status = await anyio.to_thread.run_sync(sandbox_status)
+    status = cached_status()
+    if status is None:
+        status = await anyio.to_thread.run_sync(sandbox_status)
     if not status.available:
         return Confined(None, status, status.label())
     rules = request.sandbox
@@ -92,6 +100,9 @@ def _build(roots: tuple[str, ...], rules: PathRules, cwd: str
            ) -> tuple[Confinement, tuple[str, ...]]:
     """The confinement, and the roots (and cwd) that have no `.git` yet. Reads the disk."""
     conf = build_confinement(roots, rules, cwd=cwd)
+    tmp = workspace_tmp(conf.roots)
+    if tmp is not None:
+        conf = dataclasses.replace(conf, tmp_dir=tmp)
     places = dict.fromkeys((*conf.roots, conf.cwd))
     return conf, tuple(d for d in places if not os.path.lexists(os.path.join(d, ".git")))
 
@@ -106,33 +117,87 @@ def policy_rules(shell: Any) -> RulesSource:
     return rules
 
 
+_tmp_lock = threading.Lock()
+_tmp_dirs: dict[tuple[str, ...], str] = {}
+
+
+def workspace_tmp(roots: tuple[str, ...]) -> str | None:
+    """The private directory bound at /tmp for commands in these roots (created once, 0700,
+    removed at exit; made again if something deleted it); None when it cannot be made
+    or would lie inside a root (then the command gets a fresh tmpfs)."""
+    with _tmp_lock:
+        path = _tmp_dirs.get(roots)
+        if path is not None and os.path.isdir(path) and not os.path.islink(path):
+            return path
+        try:
+            path = tempfile.mkdtemp(prefix="acpd-tmp-")
+        except OSError:
+            return None
+        real = os.path.realpath(path)
+        if any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots):
+            os.rmdir(path)
+            return None
+        atexit.register(shutil.rmtree, real, True)
+        _tmp_dirs[roots] = real
+        return real
+
+
+LAUNCHER = """shopt -s execfail
+b=$1 h=$2 t=$3
+shift 3
+exec 4<"$h" 5<"$t" || exit 125
+pins=()
+while [ "$#" -gt 0 ] && [ "$1" != -- ]; do
+    if cd -P -- "$1" 2>/dev/null && [ "$PWD" = "$1" ] && exec {fd}<.; then
+        pins+=(--bind-fd "$fd" "$1")
+    fi
+    shift
+done
+shift
+exec "$b" --args 4 "${pins[@]}" --args 5 -- "$@"
+echo "acpd sandbox: NOT RUN: cannot run $b" >&2
+exit 125"""
+"""The editor path's launcher: `bash -c LAUNCHER acpd-sandbox BWRAP HEAD TAIL PIN... --
+bash -c COMMAND`. Each pin (a git directory) is entered with `cd -P` and kept only when the
+physical path is the one the walk found (a directory swapped for a link since is not
+pinned, as in open_pins), then opened as `.` and bound by descriptor. bubblewrap reads the
+namespace and mount options before the pins from HEAD and the rest from TAIL."""
+
+
 @dataclass(frozen=True, slots=True)
 class EditorLaunch:
     command: str
     args: list[str]
     env: dict[str, str]
     profile: str | None
+    """The base path of the launch's argument files (HEAD is `.head`, TAIL `.tail`)."""
 
     def cleanup(self) -> None:
-        """Remove the profile if the launcher never ran (it deletes it once read)."""
+        """Remove the argument files (after the command, or if it never ran)."""
         if self.profile is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self.profile)
+            for suffix in (".head", ".tail"):
+                with contextlib.suppress(OSError):
+                    os.unlink(self.profile + suffix)
 
 
 def editor_launch(confined: Confined, command: str) -> EditorLaunch:
     """`terminal/create`'s command, args and extra env for one confined command."""
-    if confined.conf is None:
-        return EditorLaunch("bash", ["-c", command], {}, None)
-    path = os.path.join(_profile_dir(), f"{uuid.uuid4().hex}.json")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(confined.conf.to_json())
-    # -P: the workspace (the terminal's cwd) must not be able to shadow the launcher's modules
-    # (-I would too, but it also drops PYTHONPATH, which a source checkout may need).
-    args = ["-P", "-m", "acpd.sandbox", "exec", "--profile", path, "--", "bash", "-c", command]
-    env = {k: os.environ[k] for k in (SWITCH_ENV, BWRAP_ENV) if k in os.environ}
-    return EditorLaunch(sys.executable, args, env, path)
+    bash = "bash"  # the editor's, as the command's own `bash -c` is
+    conf, binary = confined.conf, confined.status.binary
+    if conf is None or confined.status.kind != "bwrap" or binary is None:
+        return EditorLaunch(bash, ["-c", command], {}, None)
+    base = os.path.join(_profile_dir(), uuid.uuid4().hex)
+    _write_args(base + ".head", head_args(conf))
+    _write_args(base + ".tail", tail_args(conf))
+    args = ["-c", LAUNCHER, "acpd-sandbox", binary, base + ".head", base + ".tail",
+            *conf.pinned, "--", "bash", "-c", command]
+    return EditorLaunch(bash, args, {}, base)
+
+
+def _write_args(path: str, args: list[str]) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(b"".join(os.fsencode(a) + b"\0" for a in args))
 
 
 @functools.cache

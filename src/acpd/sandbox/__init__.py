@@ -10,7 +10,9 @@ and the limits.
 - `PathRules` (rules.py): what the runner takes from the policy.
 - `build_confinement` (build.py): a `Confinement` (profile.py) for one command, built fresh.
 - `sandbox_status()` (status.py): whether and which sandbox this machine has.
-- `bash_argv` / `exec_main` (launch.py): the local runner's argv; the editor path's launcher.
+- `bash_argv` / `exec_main` (launch.py): the local runner's argv; `acpd sandbox exec` (a JSON
+  profile). The editor path runs a bash launcher instead (daemon/confine.py `LAUNCHER`).
+- `inotify.py`, `watched.py`: directory watches (shared with the checkpoints); the walk's use.
 
 This package imports nothing from the daemon, the tools or the policy (the launcher starts on
 every editor-terminal command and must stay light).

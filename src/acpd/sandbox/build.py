@@ -10,6 +10,11 @@ What is enforced where:
 - `deny_write`: inside writable places only (everything else is read-only anyway).
 - `write_roots`: `X/**` or `X` naming a real directory is bound writable; `/tmp` is the
   command's private tmpfs instead of the shared one; globs elsewhere are not enforceable.
+- HOME caches (`CACHE_DIRS`: ~/.cache or $XDG_CACHE_HOME, ~/.npm, cargo's registry and git
+  checkouts, Go's module cache, Maven's and Gradle's) are writable when they exist, so
+  `pip install -e .`, `npm ci` or `cargo build` work, unless `deny_write` names them (or
+  covers them) or `ACPD_SANDBOX_CACHES=off`. A cache can hold code that runs later outside
+  the sandbox (a poisoned wheel, a crate's build script): docs/sandbox.md says so.
 - Sockets: a path-named unix socket can be connected to through a read-only mount (a session
   bus, a container engine, an ssh agent can run code outside the sandbox), so `/run`, the
   user's XDG_RUNTIME_DIR and /tmp (private) are hidden. With `allow_network`, the resolver's
@@ -38,6 +43,10 @@ WALK_LIMIT = 100_000
 MASK_LIMIT = 4096
 """Mounts beyond this many make bubblewrap slow; past it the profile is incomplete."""
 SOCKET_DIRS = ("/run",)
+CACHE_DIRS = ("~/.npm", "~/.cargo/registry", "~/.cargo/git", "~/go/pkg/mod", "~/.m2/repository",
+              "~/.gradle/caches")
+"""Writable in the sandbox when they exist (besides $XDG_CACHE_HOME or ~/.cache)."""
+CACHES_ENV = "ACPD_SANDBOX_CACHES"
 
 
 @functools.lru_cache(maxsize=64)
@@ -65,6 +74,7 @@ def build_confinement(
         walk_root(root, deny_read, deny_write, found, walk_limit)
     _absolute_masks(rules.deny_read, home, deny_read, found, notes, walk_limit)
     write_paths = _write_paths(rules.write_roots, home, real_roots, notes)
+    write_paths = _dedupe([*write_paths, *_caches(home, real_roots, deny_write)])
     for path in _absolute_literals(rules.deny_write, home):
         if _under_any(path, (*real_roots, *write_paths)) and os.path.exists(path):
             found.read_only.append(os.path.realpath(path))
@@ -138,6 +148,26 @@ def _write_paths(patterns: tuple[str, ...], home: str, roots: tuple[str, ...],
             continue
         out.append(real)
     return _dedupe(out)
+
+
+def _caches(home: str, roots: tuple[str, ...], deny_write: Matcher) -> list[str]:
+    if os.environ.get(CACHES_ENV, "").lower() in ("off", "0", "no", "false", "none"):
+        return []
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    wanted = [xdg if xdg.startswith("/") else "~/.cache", *CACHE_DIRS]
+    out = []
+    for raw in wanted:
+        text = expand_home(raw, home)
+        if not text.startswith("/"):
+            continue
+        real = os.path.realpath(text)
+        if (real in ("/", os.path.realpath(home)) or not os.path.isdir(real)
+                or _under_any(real, roots)):
+            continue
+        if deny_write.match(real, None) or deny_write.covers_subtree(real, None):
+            continue
+        out.append(real)
+    return out
 
 
 def _absolute_literals(patterns: tuple[str, ...], home: str) -> list[str]:

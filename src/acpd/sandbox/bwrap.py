@@ -90,20 +90,45 @@ def open_pins(conf: Confinement) -> dict[str, int]:
 def bwrap_argv(bwrap: str, conf: Confinement, command: Sequence[str],
                pins: dict[str, int] | None = None) -> list[str]:
     """The bubblewrap argv; `pins` (from `open_pins`) must stay open until bubblewrap runs."""
+    return [bwrap, *head_args(conf), *pin_args(pins or {}), *tail_args(conf), "--", *command]
+
+
+def head_args(conf: Confinement) -> list[str]:
+    """Namespaces, the read-only root, /dev, /proc, /tmp and the writable places.
+
+    Each workspace root is bound last and shallowest first, so each is a mount of its own:
+    a hard link between a root and any other writable place fails (EXDEV), so a file in a
+    root can change only through the root's own entries (checkpoint/tracking.py counts on
+    that)."""
     argv = [
-        bwrap, "--die-with-parent", "--new-session",
+        "--die-with-parent", "--new-session",
         "--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc",
         "--unshare-uts", "--unshare-cgroup-try",
     ]
     if not conf.network:
         argv.append("--unshare-net")
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    if conf.private_tmp:
+    if conf.tmp_dir:
+        argv += ["--bind", conf.tmp_dir, "/tmp"]
+    elif conf.private_tmp:
         argv += ["--tmpfs", "/tmp"]
-    for path in (*conf.roots, *conf.write_paths):
+    for path in conf.write_paths:
         argv += ["--bind", path, path]
-    for path, fd in (pins or {}).items():
+    for path in sorted(conf.roots, key=lambda p: p.count("/")):
+        argv += ["--bind", path, path]
+    return argv
+
+
+def pin_args(pins: dict[str, int]) -> list[str]:
+    argv: list[str] = []
+    for path, fd in pins.items():
         argv += ["--bind-fd", str(fd), path]
+    return argv
+
+
+def tail_args(conf: Confinement) -> list[str]:
+    """What stays read-only inside the writable places, the masks, TMPDIR and the cwd."""
+    argv: list[str] = []
     for path in conf.read_only:
         argv += ["--ro-bind", path, path]
     for path in conf.mask_files:
@@ -114,7 +139,7 @@ def bwrap_argv(bwrap: str, conf: Confinement, command: Sequence[str],
             if inner.startswith(path.rstrip("/") + "/"):
                 argv += ["--ro-bind", inner, inner]
         argv += ["--remount-ro", path]
-    if conf.private_tmp:
+    if conf.private_tmp or conf.tmp_dir:
         argv += ["--setenv", "TMPDIR", "/tmp"]
-    argv += ["--chdir", conf.cwd, "--", *command]
+    argv += ["--chdir", conf.cwd]
     return argv

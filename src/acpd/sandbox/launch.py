@@ -1,7 +1,9 @@
-"""Wrap a command in the sandbox; the launcher the editor runs for the editor-terminal path.
+"""Wrap a command in the sandbox; `acpd sandbox exec`, the JSON-profile launcher.
 
 `confined_argv` gives the argv that runs a command confined (the local runner spawns it
-directly: no Python in between). `exec_main` is `acpd sandbox exec --profile FILE -- CMD...`
+directly: no Python in between). The daemon's editor path no longer starts Python per command
+(daemon/confine.py `LAUNCHER`: bash execs bubblewrap with a prebuilt argv); `exec_main` stays for
+scripts: `acpd sandbox exec --profile FILE -- CMD...`
 (also `python -P -m acpd.sandbox exec ...`): it reads the profile, deletes the file, and
 execs bubblewrap around CMD, so the pid the editor holds is bubblewrap's and its
 `terminal/kill` ends the whole sandbox. It imports only this package (start-up is on every

@@ -36,6 +36,9 @@ class Confinement:
     network: bool = False
     private_tmp: bool = True
     """/tmp is a fresh tmpfs for this command; TMPDIR points at it."""
+    tmp_dir: str = ""
+    """When set: a private host directory bound at /tmp instead of the fresh tmpfs (the
+    daemon keeps one per workspace, so /tmp persists across a session's commands)."""
     complete: bool = True
     """False when the workspace walk hit its bound: some `deny_read` files may be unmasked."""
     notes: tuple[str, ...] = ()
@@ -79,6 +82,9 @@ def _checked(data: dict[str, object]) -> dict[str, object]:
         raise ValueError("the sandbox profile has no workspace root")
     if not all(isinstance(out.get(k, True), bool) for k in _FLAGS):
         raise ValueError("the sandbox profile has a non-boolean flag")
+    tmp_dir = out.get("tmp_dir", "")
+    if tmp_dir != "" and not _is_path(tmp_dir):
+        raise ValueError("the sandbox profile's tmp_dir is not an absolute path")
     notes = out.get("notes", [])
     out["notes"] = tuple(str(n) for n in notes) if isinstance(notes, list) else ()
     if not isinstance(out.get("walked", 0), int):

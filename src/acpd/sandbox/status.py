@@ -53,6 +53,11 @@ def sandbox_status() -> SandboxStatus:
         return status
 
 
+def cached_status() -> SandboxStatus | None:
+    """The status when it is already known (no probe, no lock wait): the hot path's check."""
+    return _cache.get((os.environ.get(SWITCH_ENV, ""), os.environ.get(BWRAP_ENV, "")))
+
+
 def prewarm() -> None:
     """Probe in the background (the first `sandbox_status()` then waits at most for it)."""
     _thread.start_new_thread(sandbox_status, ())

@@ -5,9 +5,13 @@ Every entry is visited (no directory is skipped because of its name: `.git/objec
 directory that is masked whole. Symlinks are not followed: a link whose name is denied has its
 target masked (mounts act on real paths, so a link to a masked path reads the mask). The walk
 stops after `limit` entries and says so (`truncated`); the caller reports the profile as
-incomplete. A directory's findings are reused only while the directory is provably unchanged
-(same inode and ctime, see `_listing`): that is a check of the disk as it is now, not a fact
-kept from an earlier command, and it makes a 10,000-file workspace cost a stat per directory.
+incomplete. A directory's findings are reused only while the directory is provably unchanged:
+either a file watcher (inotify, watched.py) has reported no event in it since it was read
+through the descriptor its watch was added on, and its parent (itself read or proven
+unchanged this walk) still names the same inode; or, without a usable watcher, its inode and
+ctime are unchanged (see `_listing`). Both are checks of the disk as it is now, not facts kept
+from an earlier command; the first makes a 10,000-file workspace cost almost nothing, the
+second a stat per directory.
 
 A directory that holds `HEAD`, `config` and `objects` is a git directory (a
 workspace's `.git`, a nested repository's, a submodule's under `.git/modules`, a bare repo):
@@ -24,6 +28,7 @@ import stat
 import time
 from dataclasses import dataclass, field
 
+from acpd.sandbox import watched
 from acpd.sandbox.rules import Matcher
 
 GIT_CODE = ("hooks", "config", "info")
@@ -61,7 +66,9 @@ class _Listing:
     deny_read: Matcher
     deny_write: Matcher
     found: Found
-    subdirs: list[tuple[str, str]]
+    subdirs: list[tuple[str, str, int]]
+    """(path, rel, inode) of each subdirectory to walk."""
+    reusable: bool = True
 
 
 RACY_NS = 1_000_000_000
@@ -73,40 +80,63 @@ _listings: dict[tuple[str, str], _Listing] = {}
 def walk_root(root: str, deny_read: Matcher, deny_write: Matcher, found: Found,
               limit: int) -> None:
     """Visit `root` (a real, absolute directory), appending to `found`."""
-    stack: list[tuple[str, str]] = [(root, "")]
-    while stack:
-        directory, rel = stack.pop()
-        listing = _listing(directory, rel, deny_read, deny_write)
-        if listing is None:
-            continue  # gone or unreadable: the command cannot read it either
-        if found.walked + listing.found.walked > limit:
-            found.truncated = True
-            return
-        found.merge(listing.found)
-        stack.extend(listing.subdirs)
+    with watched.lock:
+        watched.refresh()
+        stack: list[tuple[str, str, int]] = [(root, "", -1)]
+        while stack:
+            directory, rel, ino = stack.pop()
+            listing = _listing(directory, rel, ino, deny_read, deny_write)
+            if listing is None:
+                continue  # gone or unreadable: the command cannot read it either
+            if found.walked + listing.found.walked > limit:
+                found.truncated = True
+                return
+            found.merge(listing.found)
+            stack.extend(listing.subdirs)
 
 
-def _listing(directory: str, rel: str, deny_read: Matcher, deny_write: Matcher
+def _listing(directory: str, rel: str, ino: int, deny_read: Matcher, deny_write: Matcher
              ) -> _Listing | None:
-    """The directory's findings: read from disk, or reused when the directory's inode and
-    ctime are those of the last read. Creating, removing or renaming an entry changes the
+    """The directory's findings: read from disk, or reused when provably unchanged.
+
+    Watched (see watched.py): the directory had no event since it was read through the
+    descriptor its watch was added on, and `ino` (what its parent names now; -1 for a root,
+    which is stat'ed) is the inode that was read. Otherwise: the directory's inode and ctime
+    are those of the last read. Creating, removing or renaming an entry changes the
     directory's ctime, and no process can set a ctime (utimes sets it to now), so an unchanged
     ctime means unchanged entries. The stat comes before the read (a change in between shows
     up next time), and a directory changed within RACY_NS of its read is not reused (ctime
     ticks are coarse: a second change in the same tick would not show). A listing with a
     denied symlink is never reused: its target can change without the directory changing."""
     key = (directory, rel)
+    known = _listings.get(key)
+    if known is not None and (known.deny_read is not deny_read
+                              or known.deny_write is not deny_write):
+        known = None
+    if known is not None and ino >= 0 and known.ino == ino and watched.trusted(directory):
+        return known
     try:
         st = os.stat(directory, follow_symlinks=False)
-        known = _listings.get(key)
         if (known is not None and known.ino == st.st_ino and known.dev == st.st_dev
-                and known.ctime_ns == st.st_ctime_ns and known.deny_read is deny_read
-                and known.deny_write is deny_write):
+                and known.ctime_ns == st.st_ctime_ns):
             return known
-        with os.scandir(directory) as it:
-            entries = list(it)
+        return _read(directory, rel, st, deny_read, deny_write)
     except OSError:
         return None
+
+
+def _read(directory: str, rel: str, st: os.stat_result, deny_read: Matcher,
+          deny_write: Matcher) -> _Listing | None:
+    """Read the directory through a descriptor (watched first, when a watcher can be used).
+    Raises OSError (a link in its place: not followed)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)  # replaced since the stat: what is read is what was opened
+        watching = watched.watch(fd, directory)
+        with os.scandir(fd) as it:
+            entries = list(it)
+    finally:
+        os.close(fd)
     listing = _Listing(st.st_dev, st.st_ino, st.st_ctime_ns, deny_read, deny_write, Found(), [])
     names = {e.name for e in entries}
     if {"HEAD", "config", "objects"} <= names:
@@ -115,20 +145,22 @@ def _listing(directory: str, rel: str, deny_read: Matcher, deny_write: Matcher
     for entry in entries:
         listing.found.walked += 1
         child_rel = f"{rel}/{entry.name}" if rel else entry.name
-        reusable &= _visit(entry, child_rel, deny_read, deny_write, listing.found,
-                           listing.subdirs)
-    if reusable and time.time_ns() - st.st_ctime_ns > RACY_NS:
+        reusable &= _visit(entry, f"{directory}/{entry.name}", child_rel, deny_read,
+                           deny_write, listing.found, listing.subdirs)
+    if reusable and (watching or time.time_ns() - st.st_ctime_ns > RACY_NS):
         if len(_listings) >= CACHE_DIRS:
             _listings.clear()
-        _listings[key] = listing
+            watched.forget()
+        _listings[(directory, rel)] = listing
+    if watching and reusable:
+        watched.trust(directory)
     return listing
 
 
-def _visit(entry: os.DirEntry[str], rel: str, deny_read: Matcher, deny_write: Matcher,
-           found: Found, stack: list[tuple[str, str]]) -> bool:
-    """Record what `entry` needs; False when the finding depends on more than the entry's
-    name and type (a symlink's target), so the directory's listing must not be reused."""
-    path = entry.path
+def _visit(entry: os.DirEntry[str], path: str, rel: str, deny_read: Matcher,
+           deny_write: Matcher, found: Found, stack: list[tuple[str, str, int]]) -> bool:
+    """Record what `entry` (at `path`) needs; False when the finding depends on more than
+    the entry's name and type (a symlink's target), so the listing must not be reused."""
     try:
         is_link = entry.is_symlink()
         is_dir = not is_link and entry.is_dir(follow_symlinks=False)
@@ -145,7 +177,7 @@ def _visit(entry: os.DirEntry[str], rel: str, deny_read: Matcher, deny_write: Ma
             return True
         if deny_write.match(path, rel) or deny_write.covers_subtree(path, rel):
             found.read_only.append(path)
-        stack.append((path, rel))
+        stack.append((path, rel, entry.inode()))
         return True
     if deny_read.match(path, rel):
         found.mask_files.append(path)
@@ -179,7 +211,7 @@ def _git_dir(directory: str, entries: list[os.DirEntry[str]], found: Found) -> N
             # mount point, an empty directory, as `git init` would have).
             found.empty_dirs.append(os.path.join(directory, name))
         elif entry is not None and not entry.is_symlink():
-            found.read_only.append(entry.path)
+            found.read_only.append(os.path.join(directory, name))
 
 
 def walk_pattern_prefix(prefix: str, matcher: Matcher, found: Found, limit: int) -> None:

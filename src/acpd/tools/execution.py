@@ -99,7 +99,7 @@ async def _run(
             if files is not None and files.line:
                 result.text += f"\n{files.line}"
             return result
-        files = await _changes(pending, output.content)
+        files = await _changes(pending, output.content, confined=_confined(spec, output))
         if key is not None:
             state.cache.put(key, output)
         state.anomaly.record(spec.id, False)
@@ -145,14 +145,34 @@ async def _checkpoint(
                             tool_id=spec.id, locations=view.locations)
 
 
-async def _changes(pending: Pending | None, content: Sequence[ContentItem]) -> Outcome | None:
+async def _changes(
+    pending: Pending | None, content: Sequence[ContentItem], *, confined: bool = False,
+) -> Outcome | None:
     """What the call created, changed and deleted (after it, however it ended)."""
     if pending is None:
         return None
     outcome: Outcome | None = None
     with anyio.CancelScope(shield=True):  # the call ran: what it changed is always recorded
-        outcome = await pending.finish([i.path for i in content if isinstance(i, DiffItem)])
+        outcome = await pending.finish([i.path for i in content if isinstance(i, DiffItem)],
+                                       confined=confined)
     return outcome
+
+
+SANDBOXED_TOOLS = frozenset({"core__bash"})
+"""Tools whose runner reports the sandbox in `raw["sandbox"]` (a plugin's or an MCP server's
+raw output could say anything: never believed)."""
+
+
+def _confined(spec: ToolSpec, output: ToolOutput) -> bool:
+    """The call ran to its end inside bubblewrap (the bash tool says so in its raw output):
+    its processes are gone and could write to the workspace only through the workspace's
+    own mount, so the file watcher saw every change (acpd/checkpoint/tracking.py). A
+    cancelled or failed call, or any other tool, gets a full scan."""
+    if spec.id not in SANDBOXED_TOOLS:
+        return False
+    raw = output.raw
+    sandbox = raw.get("sandbox") if isinstance(raw, dict) else None
+    return isinstance(sandbox, str) and sandbox.startswith("bwrap")
 
 
 THREAD_OUTPUT_CHARS = 64 * 1024
