@@ -135,3 +135,48 @@ async def test_direct_mode_undo(tmp_path: Path, data_dir: Path, workspace: Path)
         assert len(undo_cards) == 1
         _kinds, diffs, _ = content_of(client.final(undo_cards[0]["toolCallId"]))
         assert diffs[str(workspace / "hello.txt")]["newText"] == "hello from the workspace\n"
+
+
+async def test_the_card_never_diffs_a_file_the_read_policy_hides(
+    tmp_path: Path, data_dir: Path, workspace: Path
+) -> None:
+    """A command that rewrites a deny_read file (`echo x > tls.pem`) must not show the key it
+    replaced, nor the new one, in its card or in the card of its undo: the file is named,
+    its content withheld, as the read tool would refuse it."""
+    (workspace / "tls.pem").write_text("OLD-KEY-MATERIAL\n")
+    (workspace / "secrets").mkdir()
+    (workspace / "secrets" / "a.txt").write_text("SECRET-A\n")
+    policy = tmp_path / "policy.toml"
+    policy.write_text(ALLOW_RM.replace("[paths]\n", '[paths]\ndeny_read = ["**/*.pem", '
+                                       '"**/secrets/**"]\n'))
+    config = tmp_path / "acpd.toml"
+    config.write_text(f'[agent]\ndefault_mode = "auto"\n[tools.shell]\npolicy_file = "{policy}"\n')
+    command = ("echo NEW-KEY-MATERIAL > tls.pem; echo SECRET-B > secrets/b.txt; "
+               "rm secrets/a.txt; echo visible > plain.txt")
+    script = write_script(tmp_path / "s.json", [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]}, {"text": "ok"},
+    ])
+    client = RecordingClient(terminal_enabled=False)
+    # Unconfined: in the kernel sandbox the hidden files are masked and the writes would
+    # not reach them; where no sandbox runs, they do, and the card is the leak.
+    async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
+                    script=script, args=("--config", str(config)),
+                    env={"ACPD_SANDBOX": "off"}) as run:
+        session_id = await run.open_session(caps(terminal=False))
+        assert await run.prompt(session_id, "go") == "end_turn"
+        assert (workspace / "tls.pem").read_text() == "NEW-KEY-MATERIAL\n"
+        (call,) = client.tool_calls()
+        _kinds, diffs, texts = content_of(client.final(call["toolCallId"]))
+        assert list(diffs) == [str(workspace / "plain.txt")]
+        for name in ("tls.pem (changed; content withheld", "secrets/b.txt (created; content "
+                     "withheld", "secrets/a.txt (deleted; content withheld"):
+            assert name in texts, texts
+        assert await run.prompt(session_id, "/undo") == "end_turn"
+        assert (workspace / "tls.pem").read_text() == "OLD-KEY-MATERIAL\n"
+    # What the files held never shows; what the command wrote shows only as its command.
+    shown = json.dumps(client.updates)
+    assert "OLD-KEY-MATERIAL" not in shown and "SECRET-A" not in shown
+    diffs_shown = json.dumps([c for u in client.updates for c in u.get("content") or []
+                              if isinstance(c, dict) and c.get("type") == "diff"])
+    assert "visible" in diffs_shown
+    assert "NEW-KEY-MATERIAL" not in diffs_shown and "SECRET-B" not in diffs_shown

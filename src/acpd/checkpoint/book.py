@@ -18,16 +18,20 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio.to_thread
 
-from acpd.checkpoint.card import CardLimits, card_items, model_line
+from acpd.checkpoint.card import CardLimits, Hidden, card_items, model_line
 from acpd.checkpoint.entries import Change, Entry, diff_manifests
 from acpd.checkpoint.scan import Limits
 from acpd.checkpoint.store import CallRecord, WorkspaceStore
 from acpd.tools.spec import ContentItem, TextItem
+
+HiddenSource = Callable[[str], Awaitable[Hidden]]
+"""The `Hidden` predicate for a workspace root, as the rules are now."""
 
 log = logging.getLogger("acpd.checkpoint")
 
@@ -74,6 +78,9 @@ class Checkpoints:
     def __init__(self, data_dir: Path, settings: CheckpointSettings | None = None) -> None:
         self.data_dir = data_dir.absolute()
         self.settings = settings or CheckpointSettings()
+        self.hidden: HiddenSource | None = None
+        """The read tool's rules for a workspace root (tools/fs/hidden.py): files they
+        refuse are never diffed in a card. None: every change may be shown."""
         self._stores: dict[str, WorkspaceStore] = {}
         self._lock = threading.Lock()
 
@@ -86,6 +93,11 @@ class Checkpoints:
                 store = WorkspaceStore(self.data_dir, real, self.settings.limits)
                 self._stores[real] = store
             return store
+
+    async def hidden_at(self, root: str) -> Hidden:
+        if self.hidden is None:
+            return lambda _real: None
+        return await self.hidden(root)
 
     def close(self) -> None:
         with self._lock:
@@ -152,9 +164,11 @@ class Pending:
             if not changes:
                 return Outcome([], [], "")
             await anyio.to_thread.run_sync(store.record, record)
+            hidden = await self.book.hidden_at(store.root)
             items = await anyio.to_thread.run_sync(
                 lambda: card_items(store.root, changes, store.blobs, self.book.settings.card,
-                                   call_id=record.id, shown=shown, notes=record.notes)
+                                   call_id=record.id, shown=shown, notes=record.notes,
+                                   hidden=hidden)
             )
         except Exception as exc:
             log.log(_level(exc), "no checkpoint after %s: %s", self.record.id, exc,

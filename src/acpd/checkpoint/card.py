@@ -10,7 +10,7 @@ gets a single short line: `[files: 2 created (a, b), 1 changed (c), 0 deleted]`.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from acpd.checkpoint.blobs import BlobStore
@@ -19,6 +19,14 @@ from acpd.tools.spec import ContentItem, DiffItem, TextItem
 
 MODEL_NAMES = 8
 LISTED_NAMES = 30
+
+
+Hidden = Callable[[str], "str | None"]
+"""Why a file's content may not be shown (the read tool's rules: tools/fs/hidden.py)."""
+
+
+def _nothing_hidden(_real: str) -> str | None:
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,20 +38,28 @@ class CardLimits:
 def card_items(
     root: str, changes: list[Change], blobs: BlobStore, limits: CardLimits, *,
     call_id: str, shown: Iterable[str] = (), notes: Iterable[str] = (),
+    hidden: Hidden = _nothing_hidden,
 ) -> list[ContentItem]:
     """Diffs, then one text line for the rest. `shown`: absolute paths the tool's own
-    content already diffs (the file tools), not diffed twice."""
+    content already diffs (the file tools), not diffed twice. `hidden`: files whose content
+    the read tool would refuse are named with the reason, never diffed."""
     already = set(shown)
     items: list[ContentItem] = []
     listed: list[str] = []
     for change in sorted(changes, key=_order):
         if change.is_dir:
             continue
-        path = printable(os.path.join(root, change.path))
+        real = os.path.join(root, change.path)
+        path = printable(real)
         if path in already:
             continue
         if len(items) >= limits.max_diffs:
             listed.append(f"{printable(change.path)} ({change.action})")
+            continue
+        withheld = hidden(real)
+        if withheld is not None:
+            listed.append(f"{printable(change.path)} ({change.action}; content withheld: "
+                          f"{withheld})")
             continue
         diff = _diff(path, change, blobs, limits)
         if diff is not None:

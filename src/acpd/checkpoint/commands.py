@@ -137,9 +137,10 @@ async def _show(result: UndoResult, store: WorkspaceStore, book: Checkpoints,
                 env: CallEnv) -> None:
     """The undo's own card: what it put back, as diffs."""
     record = result.record
+    hidden = await book.hidden_at(store.root)
     items = await anyio.to_thread.run_sync(
         lambda: card_items(store.root, record.changes, store.blobs, book.settings.card,
-                           call_id=record.id, notes=record.notes))
+                           call_id=record.id, notes=record.notes, hidden=hidden))
     view = ToolCallView(record.id, record.title, "edit", "pending",
                         raw_input={"undo": result.target.id})
     await env.observer.publish(view, first=True)

@@ -13,6 +13,7 @@ from acpd.tools.approvals import ApprovalBook
 from acpd.tools.audit import AuditLog
 from acpd.tools.builtin import core_sources
 from acpd.tools.filters import FilterSettings, load_filter_set
+from acpd.tools.fs.hidden import HiddenFiles
 from acpd.tools.fs.pathguard import PathSource
 from acpd.tools.output import OutputStage
 from acpd.tools.outputreload import OutputReloader, SettingsLoader
@@ -70,8 +71,8 @@ def build_toolkit(
     # The file tools judge paths with the shell's path rules and the permission rules, both
     # as they are at each call (the rules are bound to the pipeline once it exists).
     paths = PathSource(shell)
-    core = core_sources(replace(tools.file.tools_config(), paths=paths),
-                        tools.web.fetch_settings(), tools.diagnostics)
+    files = replace(tools.file.tools_config(), paths=paths)
+    core = core_sources(files, tools.web.fetch_settings(), tools.diagnostics)
     plugins = PluginTools(plugin_settings(tools, core), shell, core, tools.executor_order)
     registry = plugins.registry()
     policy = ToolPolicy(enabled_with_plugins(tools.enabled), RuleSet(tools.rule_entries()))
@@ -89,8 +90,11 @@ def build_toolkit(
     )
     book = ApprovalBook(data_dir / APPROVALS_DIR if data_dir is not None else None)
     output = build_output_stage(tools, config_dir)
+    checkpoints = build_checkpoints(tools, data_dir)
+    if checkpoints is not None:  # a card never diffs what the read tool would refuse
+        checkpoints.hidden = HiddenFiles(files).at
     pipeline = ToolPipeline(registry, policy, audit, retry, shell, output=output,
-                            checkpoints=build_checkpoints(tools, data_dir))
+                            checkpoints=checkpoints)
     paths.tool_rules = lambda: pipeline.policy.rules
     reloader = None
     if config_dir is not None or config_file is not None:

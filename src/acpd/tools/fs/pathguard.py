@@ -174,10 +174,15 @@ class PathSource:
                     roots: tuple[str, ...]) -> PathGuard:
         """Raises nothing the caller must handle but ToolError (a policy that cannot be built
         refuses the call: fail closed)."""
+        return await self.guard_at(ctx.cwd, ctx.approved, tool_id, tool_name, roots)
+
+    async def guard_at(self, cwd: str, approved: bool, tool_id: str, tool_name: str,
+                       roots: tuple[str, ...]) -> PathGuard:
+        """`guard` for a directory rather than a call (what a checkpoint card may show)."""
         rules = None
         if self.shell is not None:
             try:
-                handle = await self.shell.handle_for(ctx.cwd)
+                handle = await self.shell.handle_for(cwd)
                 rules = path_rules(handle.current, roots)
             except Exception as exc:
                 raise blocked(f"the path policy could not be loaded ({type(exc).__name__}: "
@@ -186,8 +191,7 @@ class PathSource:
         if self.tool_rules is not None:
             ruleset = self.tool_rules()
             mine = ruleset.rules.get(tool_id, ()) + ruleset.rules.get(tool_name, ())
-        return PathGuard(rules, mine, ctx.cwd, ctx.approved,
-                         f"[tools.permissions.{tool_name}]")
+        return PathGuard(rules, mine, cwd, approved, f"[tools.permissions.{tool_name}]")
 
 
 def prejudge(policy: CompiledPolicy, tool_id: str, args: dict[str, Any], cwd: str,
