@@ -31,7 +31,7 @@ from acpd.policy.words import DYN
 from acpd.policy.wrappers import WRAPPERS
 
 if TYPE_CHECKING:
-    from acpd.policy.engine import _Ctx
+    from acpd.policy.linectx import Ctx as _Ctx
 
 SYSTEM_BIN = ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin",
               "/opt/homebrew/bin")

@@ -135,13 +135,18 @@ def _components_meet(arg: str, pat: str) -> bool:
 
 
 def glob_may_match(path: str, patterns: tuple[PathPattern, ...],
-                   roots: tuple[str, ...]) -> str | None:
-    """Could the glob word `path` (absolute, normalized) expand to a denied path?"""
+                   roots: tuple[str, ...], *, named_only: bool = False) -> str | None:
+    """Could the glob word `path` (absolute, normalized) expand to a denied path?
+    `named_only`: only patterns that end in a literal name (`**/.env`, not `**/*.pem` or
+    `secrets/**`) count: the word matched nothing on disk and is passed as written, but it
+    is aimed at a name the deny list names."""
     comps = [c for c in path.split("/") if c]
     root = inside(path, roots)
     for pat in patterns:
         m = len(pat.parts)
         if m == 0:
+            continue
+        if named_only and (pat.text.endswith("**") or _GLOB.search(pat.parts[-1])):
             continue
         if pat.anchor == "any":
             starts = range(len(comps) - m + 1)
@@ -302,9 +307,11 @@ class PathRules:
 
 
 def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: bool = False,
-               cached: bool = False) -> tuple[Verdict, str, str] | None:
+               cached: bool = False, literal: bool = False) -> tuple[Verdict, str, str] | None:
     """None when fine; else (verdict, rule id, reason). The path is resolved on every call
-    (`cached` is accepted and ignored: no file-system fact outlives a decision)."""
+    (`cached` is accepted and ignored: no file-system fact outlives a decision). Glob
+    characters in `raw` are taken as a pattern that may name a denied path, unless `literal`
+    (the shell expanded the word on disk and it matched nothing: it is passed as written)."""
     if DYN in raw:
         return ("ask", "path.dynamic", f"{mode} path {raw.replace(DYN, '$?')!r} is not known "
                 "before running")
@@ -326,7 +333,7 @@ def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: boo
     for form in (lexical,) if real == lexical else (lexical, real):
         hit = matches(form, deny, rules.roots) if prefilter.may_match(form, rules.roots) else None
         if hit is None and _GLOB.search(form):
-            hit = glob_may_match(form, deny, rules.roots)
+            hit = glob_may_match(form, deny, rules.roots, named_only=literal)
         if hit is not None:
             return ("deny", f"path.deny-{mode}", f"{mode} of {raw} matches deny_{mode} {hit!r}")
     if inside(lexical, rules.roots) and (real == lexical or inside(real, rules.roots)):
