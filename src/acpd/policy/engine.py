@@ -288,7 +288,8 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         for rule_id, reason in word_findings(word):
             ctx.out.add("deny", rule_id, f"blocked: {reason}")
 
-    def _path(self, raw: str, mode: str, ctx: Ctx, *, redirect: bool = False) -> None:
+    def _path(self, raw: str, mode: str, ctx: Ctx, *, redirect: bool = False,
+              entry: str | None = None) -> None:
         if ctx.only_rule is not None:
             return
         budget_mod.check()
@@ -297,7 +298,8 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             return
         literal = ctx.globs is not None and raw in ctx.globs.literal
         for cwd in ctx.cwds:
-            hit = judge_path(raw, mode, cwd, ctx.paths, redirect=redirect, literal=literal)
+            hit = judge_path(raw, mode, cwd, ctx.paths, redirect=redirect, literal=literal,
+                             entry=entry)
             if hit is not None:
                 ctx.out.add(*hit)
 

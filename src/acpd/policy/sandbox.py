@@ -306,12 +306,30 @@ class PathRules:
         object.__setattr__(self, "write_filter", Prefilter(self.deny_write))
 
 
+def entry_real(lexical: str, raw: str, *, dest: bool = False) -> str:
+    """The real path of what a command acting on the directory entry `lexical` touches:
+    the entry itself (its parent resolved, its last component as written: `rm lnk` removes
+    the link) unless the word ends in `/`, `.` or `..` (then what it points to); `dest`: a
+    destination that is, or points to, a directory is written into (followed)."""
+    base = lexical.rpartition("/")[2]
+    if raw.endswith("/") or base in ("", ".", "..") or lexical == "/":
+        return resolve(lexical)
+    if dest and os.path.isdir(lexical):
+        return resolve(lexical)
+    parent = lexical.rpartition("/")[0] or "/"
+    real_parent = resolve(parent)
+    return real_parent + base if real_parent.endswith("/") else f"{real_parent}/{base}"
+
+
 def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: bool = False,
-               cached: bool = False, literal: bool = False) -> tuple[Verdict, str, str] | None:
+               cached: bool = False, literal: bool = False,
+               entry: str | None = None) -> tuple[Verdict, str, str] | None:
     """None when fine; else (verdict, rule id, reason). The path is resolved on every call
     (`cached` is accepted and ignored: no file-system fact outlives a decision). Glob
     characters in `raw` are taken as a pattern that may name a denied path, unless `literal`
-    (the shell expanded the word on disk and it matched nothing: it is passed as written)."""
+    (the shell expanded the word on disk and it matched nothing: it is passed as written).
+    `entry`: "entry" when the command acts on the directory entry (a link itself), "dest"
+    for a destination replaced as an entry unless it is a directory (see `entry_real`)."""
     if DYN in raw:
         return ("ask", "path.dynamic", f"{mode} path {raw.replace(DYN, '$?')!r} is not known "
                 "before running")
@@ -325,7 +343,8 @@ def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: boo
     if "\x00" in lexical:
         # `$'\0'` in a word: no file has that name, and realpath would raise
         return ("deny", "path.nul", f"{mode} path {raw!r} holds a NUL byte")
-    real = resolve(lexical)
+    real = resolve(lexical) if entry is None else entry_real(lexical, raw,
+                                                             dest=entry == "dest")
     if mode == "read":
         deny, prefilter = rules.deny_read, rules.read_filter
     else:
