@@ -184,11 +184,37 @@ def open_decision() -> dict[str, str] | None:
     previous: dict[str, str] | None = getattr(_scope, "memo", None)
     if previous is None:
         _scope.memo = {}
+        _scope.stats = {}
+        _scope.links = {}
     return previous
 
 
 def close_decision(previous: dict[str, str] | None) -> None:
     _scope.memo = previous
+    if previous is None:
+        _scope.stats = None
+        _scope.links = None
+
+
+def decision_links() -> dict[tuple[int, int], object] | None:
+    """This decision's memo of hard-link scans (see `hardlinks`), or None outside one."""
+    links: dict[tuple[int, int], object] | None = getattr(_scope, "links", None)
+    return links
+
+
+def file_stat(real: str) -> os.stat_result | None:
+    """`os.stat` of a resolved path (None when missing), read at most once per decision: the
+    lstat walk of `resolve` already holds it for a path that is no symbolic link."""
+    stats: dict[str, os.stat_result | None] | None = getattr(_scope, "stats", None)
+    if stats is not None and real in stats:
+        return stats[real]
+    try:
+        st: os.stat_result | None = os.stat(real)
+    except (OSError, ValueError):
+        st = None
+    if stats is not None and len(stats) < _MEMO_MAX:
+        stats[real] = st
+    return st
 
 
 def resolve(path: str) -> str:
@@ -235,6 +261,9 @@ def _resolve(path: str, memo: dict[str, str] | None) -> str:
             return path  # missing (or unreadable): realpath keeps the rest as written
         if stat.S_ISLNK(st.st_mode):
             return _open_name(path)
+    stats: dict[str, os.stat_result | None] | None = getattr(_scope, "stats", None)
+    if stats is not None and len(stats) < _MEMO_MAX:
+        stats[path] = st  # no link anywhere: the lstat of the last part is its stat
     return path
 
 
@@ -355,6 +384,12 @@ def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: boo
             hit = glob_may_match(form, deny, rules.roots, named_only=literal)
         if hit is not None:
             return ("deny", f"path.deny-{mode}", f"{mode} of {raw} matches deny_{mode} {hit!r}")
+    if deny and entry is None:
+        from acpd.policy.hardlinks import hardlink_finding
+
+        found = hardlink_finding(real, mode, rules)
+        if found is not None:
+            return (found[0], found[1], f"{mode} of {raw}: {found[2]}")
     if inside(lexical, rules.roots) and (real == lexical or inside(real, rules.roots)):
         return None
     extra = rules.read_roots if mode == "read" else rules.write_roots

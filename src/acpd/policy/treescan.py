@@ -93,7 +93,24 @@ def _denied(entry: os.DirEntry[str], rules: PathRules) -> str | None:
         if rules.read_filter.may_match(form, rules.roots) and matches(
                 form, rules.deny_read, rules.roots):
             return path if form == path else f"{path} (a link to {form.removesuffix('/x')})"
-    return None
+    return _hard_linked(entry, rules)
+
+
+def _hard_linked(entry: os.DirEntry[str], rules: PathRules) -> str | None:
+    """A regular file with other names that are denied or unseen (`hardlinks`): one stat
+    per regular file of the tree, only when the policy has a deny_read list."""
+    if not rules.deny_read:
+        return None
+    try:
+        if not entry.is_file(follow_symlinks=False) or \
+                entry.stat(follow_symlinks=False).st_nlink < 2:
+            return None
+    except OSError:
+        return None
+    from acpd.policy.hardlinks import hardlink_finding
+
+    found = hardlink_finding(entry.path, "read", rules)
+    return None if found is None else f"{entry.path} ({found[2]})"
 
 
 def denied_in_tree(path: str, rules: PathRules, *, hidden: bool = True,
