@@ -201,7 +201,8 @@ class CommandJudge:
             found += effects.tree_findings(links, ctx.cwds, ctx.paths, True)
         if mdl.copies:
             found += effects.copy_findings(mdl.copies, ctx.cwds, self.settings.max_delete_files)
-        if mdl.program == "git" and (mdl.git_dirs or ctx.cwds != [ctx.roots[0]]):
+        if mdl.program == "git" and (mdl.git_dirs or ctx.cwds != [ctx.cwd] or (
+                ctx.cwd != ctx.given_roots[0] and ctx.cwd != ctx.roots[0])):
             for d in mdl.git_dirs:
                 self._path(d, "read", ctx)
             found += effects.git_repository_findings(mdl.git_dirs, ctx.cwds, ctx.roots)

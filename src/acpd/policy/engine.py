@@ -32,7 +32,6 @@ from acpd.policy.sandbox import (
     close_decision,
     compile_patterns,
     judge_path,
-    normalized_roots,
     open_decision,
 )
 from acpd.policy.text import check_text
@@ -140,9 +139,8 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         out = Findings()
         home = home or self._home
         cwd = self._norm_cwd(cwd)
-        roots = normalized_roots(roots or (cwd,))
         level: Trust = trust or self.settings.trust
-        ctx = Ctx(cwd, roots, home, level, self._path_rules(roots, home), out, only_rule=only,
+        ctx = Ctx(cwd, roots or (cwd,), home, level, self._path_rules, out, only_rule=only,
                   sandboxed=sandboxed, line=command)
         try:
             if not check_text(command, self.settings.max_command_bytes, out):

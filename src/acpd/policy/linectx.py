@@ -4,6 +4,7 @@ expansion, bounded) or a line into the texts to judge (`variants`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from acpd.policy import budget as budget_mod
@@ -13,7 +14,7 @@ from acpd.policy.decision import Findings
 from acpd.policy.globs import GlobState
 from acpd.policy.rulematch import CompiledRule
 from acpd.policy.rules import Trust
-from acpd.policy.sandbox import PathRules
+from acpd.policy.sandbox import PathRules, normalized_roots
 from acpd.policy.text import nfkc_variant, strip_line_continuations
 from acpd.policy.words import Env, expand
 
@@ -23,10 +24,12 @@ MAX_ARGV_COMBOS = 16
 @dataclass(slots=True)
 class Ctx:
     cwd: str
-    roots: tuple[str, ...]
+    given_roots: tuple[str, ...]
+    """The workspace roots as the caller gave them; `roots` resolves them (once, when a
+    check first needs them: a line that names no path never pays for it)."""
     home: str
     trust: Trust
-    paths: PathRules
+    rules_for: Callable[[tuple[str, ...], str], PathRules]
     out: Findings
     functions: set[str] = field(default_factory=set)
     cwds: list[str] = field(default_factory=list)
@@ -39,6 +42,21 @@ class Ctx:
     """The whole command line (the glob options it may set)."""
     globs: GlobState | None = None
     """This decision's pathname expansion, made on the first glob word."""
+
+    resolved_roots: tuple[str, ...] | None = None
+    path_rules: PathRules | None = None
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        if self.resolved_roots is None:
+            self.resolved_roots = normalized_roots(self.given_roots)
+        return self.resolved_roots
+
+    @property
+    def paths(self) -> PathRules:
+        if self.path_rules is None:
+            self.path_rules = self.rules_for(self.roots, self.home)
+        return self.path_rules
 
     def glob_state(self) -> GlobState:
         if self.globs is None:

@@ -184,8 +184,19 @@ def clear_memo() -> None:
 
 
 def parse(source: str) -> Script:
-    """Parse a command line. Raises ValueError for text the parser must never see (see
-    `text.parser_safe`: tree-sitter-bash crashes the process on some code points)."""
+    """Parse a command line: a plain line by `fastparse` (the same Script, without
+    tree-sitter), any other by `parse_full`."""
+    if source.isascii():
+        fast = parse_simple(source)
+        if fast is not None:
+            return fast
+    return parse_full(source)
+
+
+def parse_full(source: str) -> Script:
+    """Parse a command line with tree-sitter. Raises ValueError for text the parser must
+    never see (see `text.parser_safe`: tree-sitter-bash crashes the process on some code
+    points)."""
     if not source.isascii() and not all(parser_safe(ch) for ch in source):
         raise ValueError("character outside the parsed Unicode planes")
     data = source.encode("utf-8", "surrogateescape")
@@ -650,3 +661,6 @@ def _fallback(text: str, fn: str | None) -> list[SimpleCommand]:
     if current:
         out.append(SimpleCommand(current, function=fn, fallback=True))
     return out
+
+
+from acpd.policy.fastparse import parse_simple  # noqa: E402  (it builds this module's types)

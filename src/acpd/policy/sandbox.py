@@ -253,17 +253,19 @@ def _resolve(path: str, memo: dict[str, str] | None) -> str:
     if rest.count("/") > _WALK_MAX:
         return _open_name(path)
     cur = base
+    found: os.stat_result | None = None
     for part in rest[1:].split("/"):
         cur = f"{cur}/{part}"
         try:
-            st = os.lstat(cur)
+            found = os.lstat(cur)
         except OSError:
-            return path  # missing (or unreadable): realpath keeps the rest as written
-        if stat.S_ISLNK(st.st_mode):
+            found = None  # missing (or unreadable): realpath keeps the rest as written
+            break
+        if stat.S_ISLNK(found.st_mode):
             return _open_name(path)
     stats: dict[str, os.stat_result | None] | None = getattr(_scope, "stats", None)
     if stats is not None and len(stats) < _MEMO_MAX:
-        stats[path] = st  # no link anywhere: the lstat of the last part is its stat
+        stats[path] = found  # no link on the way: the last lstat is its stat (or missing)
     return path
 
 
