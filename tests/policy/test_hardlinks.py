@@ -93,3 +93,21 @@ def test_the_read_tool_refuses_the_link(ws: str, tmp_path: Path) -> None:
              json.dumps({"path": path}), "--cwd", ws, "--data-dir", str(tmp_path / "data")],
             capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
         assert done.returncode != 0 and "hunter2" not in done.stdout + done.stderr, path
+
+
+@pytest.mark.parametrize("cmd", ["grep -r hunter2 sub", "git grep --no-index hunter2",
+                                 "rg -uuu hunter2", "grep -r hunter2 ."])
+def test_sandboxed_tree_reads_still_see_hard_links(default: CompiledPolicy, ws: str,
+                                                   cmd: str) -> None:
+    """The sandbox masks `.env` by name; `sub/notes.txt` is the same file under another."""
+    d = default.judge(cmd, cwd=ws, trust="trusted", sandboxed=True)
+    assert RANK[d.verdict] >= RANK["ask"], (cmd, d)
+
+
+def test_sandboxed_tree_reads_without_hard_links_are_allowed(default: CompiledPolicy,
+                                                             tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("T=1\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("x\n")
+    d = default.judge("grep -r x .", cwd=str(tmp_path), trust="trusted", sandboxed=True)
+    assert d.verdict == "allow", d

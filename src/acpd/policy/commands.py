@@ -192,10 +192,11 @@ class CommandJudge:
             found += effects.move_out_findings((d for d, _ in mdl.deletes), mdl.moves_to,
                                                ctx.cwds, ctx.roots,
                                                dest_entry=mdl.moves_to in mdl.entries)
-        if mdl.trees and not ctx.sandboxed:
+        if mdl.trees:  # the sandbox masks denied names, not a hard link's other name
             found += effects.tree_findings(
                 mdl.trees, ctx.cwds, ctx.paths, mdl.hidden, mdl.gitignore,
-                treescan.name_filter(mdl.include, mdl.exclude, mdl.exclude_dirs))
+                treescan.name_filter(mdl.include, mdl.exclude, mdl.exclude_dirs),
+                links_only=ctx.sandboxed)
         links = _links(mdl, ctx)
         if links and not ctx.sandboxed:  # a link to a tree exposes all of it, hidden too
             found += effects.tree_findings(links, ctx.cwds, ctx.paths, True)

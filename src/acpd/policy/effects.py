@@ -130,13 +130,14 @@ def move_out_findings(sources: Iterable[str], dest: str, cwds: list[str],
 
 def tree_findings(trees: Iterable[str], cwds: list[str], rules: PathRules,
                   hidden: bool, gitignore: bool = False,
-                  names: Ignored | None = None) -> list[Finding]:
+                  names: Ignored | None = None, links_only: bool = False) -> list[Finding]:
     found: list[Finding] = []
     for raw in trees:
         # ":/" is git's whole work tree: every workspace root
         starts = rules.roots if raw == ":/" else tuple(_scan_root(raw, cwd) for cwd in cwds)
         for start in starts:
             facts = denied_in_tree(start, rules, hidden=hidden, gitignore=gitignore,
+                                   links_only=links_only,
                                    names=names)
             if facts is None:
                 continue

@@ -47,6 +47,8 @@ def hardlink_finding(real: str, mode: str, rules: PathRules) -> tuple[Verdict, s
         return None
     names = other_names(st, rules.roots)
     for name in names.found:
+        if name == real:
+            continue  # its own name is the caller's to judge
         hit = matches(name, deny, rules.roots)
         if hit is not None:
             return ("deny", f"path.deny-{mode}-hardlink",

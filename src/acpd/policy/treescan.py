@@ -42,7 +42,8 @@ class TreeFacts(NamedTuple):
 
 
 def _walk(start: str, limit: int, hidden: bool, rules: PathRules | None,
-          skip_git: bool, ignored: Ignored | None = None) -> TreeFacts:
+          skip_git: bool, ignored: Ignored | None = None,
+          links_only: bool = False) -> TreeFacts:
     count = 0
     git: str | None = None
     denied: str | None = None
@@ -65,7 +66,8 @@ def _walk(start: str, limit: int, hidden: bool, rules: PathRules | None,
                     if ignored is not None and ignored(entry.path, entry.is_dir()):
                         continue
                     if rules is not None and denied is None:
-                        denied = _denied(entry, rules)
+                        denied = _hard_linked(entry, rules) if links_only else \
+                            _denied(entry, rules)
                         if denied is not None and skip_git:
                             return TreeFacts(count, False, git, denied)
                     try:
@@ -115,15 +117,18 @@ def _hard_linked(entry: os.DirEntry[str], rules: PathRules) -> str | None:
 
 def denied_in_tree(path: str, rules: PathRules, *, hidden: bool = True,
                    gitignore: bool = False, names: Ignored | None = None,
-                   limit: int = SCAN_LIMIT) -> TreeFacts | None:
+                   limit: int = SCAN_LIMIT, links_only: bool = False) -> TreeFacts | None:
     """Facts about the tree at `path` (absolute) if it is a directory, else None.
-    `gitignore`: the tool skips what the workspace root's `.gitignore` ignores (rg, git add)."""
+    `gitignore`: the tool skips what the workspace root's `.gitignore` ignores (rg, git add).
+    `links_only`: only hard links count (under the sandbox, which masks denied names but not
+    their other names)."""
     if not os.path.isdir(path):  # a link to a directory is scanned (grep -r follows it)
         return None
     ignored = gitignore_matcher(path, rules.roots) if gitignore else None
     if names is not None:
         ignored = _both(ignored, names) if ignored is not None else names
-    return _walk(path, limit, hidden, rules, skip_git=True, ignored=ignored)
+    return _walk(path, limit, hidden, rules, skip_git=True, ignored=ignored,
+                 links_only=links_only)
 
 
 def _both(first: Ignored, second: Ignored) -> Ignored:
