@@ -11,7 +11,8 @@ from acpd.policy.fastparse import parse_simple
 from acpd.policy.parse import Script
 from acpd.policy.parse import parse_full as parse
 
-WORDS = ["ls", "cat", "git", "status", "-la", "--x=y", "src/", "a.txt", "'a b'", '"c d"',
+WORDS = ["ls", "cat", "git", "status", "-la", "--x=y", "src/", "a.txt", "'a b'", '"c d"', "==",
+         "=~", "=x", "a+b", "~+", ":", "x:y", "a=~b", "+", "~-",
          "x='y z'", "~/x", "*.py", "a?", "2", "12", "a2", "-", "--", "if", "then", "fi",
          "time", "export", "A=1", "do", "%s", "^x", "@a", "a,b", "'$x'", '"a;b"', "'a|b'",
          "x'y'\"z\"", "in", "!", "''", '""']
@@ -75,3 +76,23 @@ def test_common_lines_take_the_fast_path(line: str) -> None:
 ])
 def test_other_lines_decline(line: str) -> None:
     assert parse_simple(line) is None
+
+
+@pytest.mark.parametrize("seed", [7, 8])
+def test_agrees_on_words_of_random_plain_characters(seed: int) -> None:
+    """Words built character by character from everything a plain word may hold (tree-sitter
+    reads some of them as operators: `==`, `=~`, `a?b` in command position)."""
+    chars = "aZ09_./:=,+^~*?-"
+    r = random.Random(seed)
+    taken = 0
+    for _ in range(15000):
+        words = ["".join(r.choice(chars) for _ in range(r.randint(1, 5)))
+                 for _ in range(r.randint(1, 4))]
+        line = r.choice(["ls ", "git diff ", ""]) + " ".join(words) + r.choice(
+            ["", " | wc -l", " && ls", " >x", " 2>/dev/null", "; pwd"])
+        fast = parse_simple(line)
+        if fast is None:
+            continue
+        taken += 1
+        assert _shape(fast) == _shape(parse(line)), line
+    assert taken > 5000

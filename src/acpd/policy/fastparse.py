@@ -29,7 +29,7 @@ _TOKEN = re.compile(
 _RESERVED = frozenset({"if", "then", "else", "elif", "fi", "case", "esac", "for", "select",
                        "while", "until", "do", "done", "in", "function", "time", "coproc",
                        "declare", "typeset", "export", "local", "readonly", "unset"})
-_NAME = re.compile(r"[A-Za-z0-9_./~][A-Za-z0-9_./:,+^~-]*")
+_NAME = re.compile(r"[A-Za-z_./~][A-Za-z0-9_./-]*")
 """A command name the fast path takes: no quote, glob or `=` (tree-sitter reads `if'x'`,
 `a?b` and `a=b` in command position its own ways)."""
 _MAX_CHARS = 1024
@@ -83,6 +83,8 @@ def parse_simple(source: str) -> Script | None:
             commands.append(cmd)
         if not cmd.words and (word in _RESERVED or not _NAME.fullmatch(word)):
             return None  # a keyword, a declaration, an assignment, a quoted or glob name
+        if word[0] == "=":
+            return None  # tree-sitter reads `==`, `=~` as test operators even here
         cmd.words.append(word)
         after_op = False
     if after_op and commands:

@@ -187,7 +187,7 @@ def parse(source: str) -> Script:
     """Parse a command line: a plain line by `fastparse` (the same Script, without
     tree-sitter), any other by `parse_full`."""
     if source.isascii():
-        fast = parse_simple(source)
+        fast = _fast.parse_simple(source)
         if fast is not None:
             return fast
     return parse_full(source)
@@ -663,4 +663,4 @@ def _fallback(text: str, fn: str | None) -> list[SimpleCommand]:
     return out
 
 
-from acpd.policy.fastparse import parse_simple  # noqa: E402  (it builds this module's types)
+from acpd.policy import fastparse as _fast  # noqa: E402  (it builds this module's types)
