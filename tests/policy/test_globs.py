@@ -126,3 +126,18 @@ def test_a_redirect_glob_is_expanded(default: CompiledPolicy, ws: str) -> None:
     d = default.judge("cat README.md > .e*", cwd=ws)
     assert d.verdict == "deny", d
     assert default.judge("cat README.md > N*", cwd=ws).verdict == "allow"
+
+
+def test_a_loop_over_a_glob_is_judged_on_its_matches(default: CompiledPolicy, ws: str) -> None:
+    assert default.judge('for f in *; do cat "$f"; done', cwd=ws).verdict == "allow"
+    assert default.judge("for f in *.md src/*; do wc -l $f; done", cwd=ws).verdict == "allow"
+    for cmd in ('for f in .e*; do cat "$f"; done', "for f in ./.[e]*; do head $f; done"):
+        assert default.judge(cmd, cwd=ws).verdict == "deny", cmd
+
+
+@pytest.mark.parametrize("count", [16, 17, 40])
+def test_loop_values_past_the_bound_are_unknown_not_dropped(default: CompiledPolicy, ws: str,
+                                                           count: int) -> None:
+    words = " ".join(str(i) for i in range(count))
+    d = default.judge(f"for f in {words} .env; do cat $f; done", cwd=ws)
+    assert RANK[d.verdict] >= RANK["ask"], d

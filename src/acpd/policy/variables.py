@@ -9,7 +9,7 @@ from acpd.policy import budget as budget_mod
 from acpd.policy import contexts
 from acpd.policy import parse as parse_mod
 from acpd.policy.blocklist import word_findings
-from acpd.policy.linectx import MAX_ARGV_COMBOS, Ctx
+from acpd.policy.linectx import MAX_ARGV_COMBOS, Ctx, glob_alternatives
 from acpd.policy.words import DYN, Env, expand, expand_segments, simple_value
 
 
@@ -37,11 +37,17 @@ class VariableJudge:
                 for j, word in enumerate(words):
                     if not j & 63:  # one name can hold 6000 words (`for i in a b c` x 2000)
                         budget_mod.check()
-                    for alt in expand(word, env, ctx.home).alternatives:
+                    exp = expand(word, env, ctx.home)
+                    alternatives = glob_alternatives(exp.alternatives, ctx) if exp.glob else \
+                        exp.alternatives  # `for f in *`: what the glob matches
+                    for alt in alternatives:
                         vals.extend(alt)
             nxt: Env = dict(base)
             for name, vals in values.items():
-                nxt[name] = tuple(dict.fromkeys(vals))[:MAX_ARGV_COMBOS]
+                kept = tuple(dict.fromkeys(vals))
+                # past the bound the rest is unknown, never dropped (`for f in 1 ... 17 .env`)
+                nxt[name] = kept if len(kept) <= MAX_ARGV_COMBOS else (
+                    *kept[: MAX_ARGV_COMBOS - 1], DYN)
             if nxt == env:
                 break
             env = nxt
