@@ -115,7 +115,7 @@ CASES: list[tuple[str, str, str]] = [
     ("redirect-hides-arg-list", "true && head -n1 2>/dev/null .env", "secret"),
     ("heredoc-redirect-out", f"cat <<E >{OUT}/h.txt\nx\nE", "out"),
     ("function-redirect-out", f"f() {{ echo x; }} >{OUT}/f.txt; f", "out"),
-    ("cd-glob-git", "cd .gi* && printf x > config", "git"),
+    ("cd-glob-git", "cd .gi? && printf x > config", "git"),
     # 7. destructive git without --force in its name
     ("git-checkout-dashdash", "git checkout -- .", "edit"),
     ("git-checkout-f", "git checkout -f", "edit"),
