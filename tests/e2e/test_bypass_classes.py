@@ -104,6 +104,18 @@ CASES: list[tuple[str, str, str]] = [
     ("cp-then-cat", "cp .env x.txt && cat x.txt", "secret"),
     ("sort-files0", "sort --files0-from=list0", "secret"),
     ("link-then-read", "ln -s secrets s && cat s/token.txt", "secret"),
+    ("glob-dotglob", "shopt -s dotglob; cat *", "secret"),
+    ("glob-star-star", "cat */*", "secret"),
+    ("glob-question", "head -n1 .en?", "secret"),
+    ("hardlink-cat", "cat hl/notes.txt", "secret"),
+    ("hardlink-grep-r", "grep -r CANARY hl", "secret"),
+    ("hardlink-glob", "tail -n1 hl/*", "secret"),
+    # words tree-sitter hangs on a redirect, redirects it hangs elsewhere
+    ("redirect-hides-arg", "cat 2>/dev/null .env", "secret"),
+    ("redirect-hides-arg-list", "true && head -n1 2>/dev/null .env", "secret"),
+    ("heredoc-redirect-out", f"cat <<E >{OUT}/h.txt\nx\nE", "out"),
+    ("function-redirect-out", f"f() {{ echo x; }} >{OUT}/f.txt; f", "out"),
+    ("cd-glob-git", "cd .gi? && printf x > config", "git"),
     # 7. destructive git without --force in its name
     ("git-checkout-dashdash", "git checkout -- .", "edit"),
     ("git-checkout-f", "git checkout -f", "edit"),
@@ -153,6 +165,8 @@ def make_workspace(root: Path, home: Path) -> Path:
     for rel in ("pre-commit", "evilbin/ls", "hooks/pre-commit"):
         (ws / rel).chmod(0o755)
     (ws / "empty" / ".keep").unlink()
+    (ws / "hl").mkdir()
+    os.link(ws / ".env", ws / "hl" / "notes.txt")  # a hard link made outside the policy's sight
     git = _git_runner(ws, home)
     git("init", "-q", "-b", "main")
     git("add", "t.txt", "data.txt")
@@ -354,7 +368,7 @@ async def test_hostile_nesting_neither_stalls_the_daemon_nor_runs(tmp_path: Path
 BENIGN = [
     "git status", "git log --oneline -n 5", "git diff", "git diff --stat HEAD",
     "grep -rn a data.txt", "ls -la", "cat data.txt", "wc -l data.txt",
-    "sort data.txt | uniq -c",
+    "sort data.txt | uniq -c", "ls *", "du -sh *", "wc -l *.txt",
     "mkdir -p build/out && cp data.txt build/out/ && mv build/out/data.txt build/d.txt",
     "git add t.txt && git commit -q -m 'a benign commit'", "git log -1 --format=%s",
 ]

@@ -31,7 +31,7 @@ from acpd.policy.words import DYN
 from acpd.policy.wrappers import WRAPPERS
 
 if TYPE_CHECKING:
-    from acpd.policy.engine import _Ctx
+    from acpd.policy.linectx import Ctx as _Ctx
 
 SYSTEM_BIN = ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin",
               "/opt/homebrew/bin")
@@ -55,7 +55,8 @@ class CommandJudge:
     _vopts: dict[str, tuple[frozenset[str], bool, bool]]
     _candidates: dict[str, tuple[CompiledRule, ...]]
 
-    def _path(self, raw: str, mode: str, ctx: _Ctx, *, redirect: bool = False) -> None:
+    def _path(self, raw: str, mode: str, ctx: _Ctx, *, redirect: bool = False,
+              entry: str | None = None) -> None:
         raise NotImplementedError  # CompiledPolicy's
 
     def _command(self, argv: list[str], ctx: _Ctx, depth: int) -> None:
@@ -160,10 +161,15 @@ class CommandJudge:
             out.add(verdict, rule_id, reason)
         # A link's target is exposed both ways: a later write through the link lands on it,
         # and a later read (`ln -s secrets s && cat s/k`) reads it.
-        for r in (*mdl.reads, *mdl.links):
+        links = _links(mdl, ctx)
+        for r in (*mdl.reads, *links):
             self._path(r, "read", ctx)
-        for w in (*mdl.writes, *mdl.links):
+        for w in (*mdl.writes, *links):
             self._path(w, "write", ctx)
+        for e in mdl.entries:  # rm lnk, mv lnk x: the link itself, not its target
+            self._path(e, "write", ctx, entry="entry")
+        for d in mdl.dests:  # mv a lnk: replaced, or written into when a directory
+            self._path(d, "write", ctx, entry="dest")
         if mdl.detach and not ctx.sandboxed and ctx.only_rule is None:
             for reason in mdl.detach:
                 out.add("ask", "escape.detach", reason)
@@ -184,16 +190,20 @@ class CommandJudge:
             return
         if mdl.moves_to is not None:
             found += effects.move_out_findings((d for d, _ in mdl.deletes), mdl.moves_to,
-                                               ctx.cwds, ctx.roots)
-        if mdl.trees and not ctx.sandboxed:
+                                               ctx.cwds, ctx.roots,
+                                               dest_entry=mdl.moves_to in mdl.entries)
+        if mdl.trees:  # the sandbox masks denied names, not a hard link's other name
             found += effects.tree_findings(
                 mdl.trees, ctx.cwds, ctx.paths, mdl.hidden, mdl.gitignore,
-                treescan.name_filter(mdl.include, mdl.exclude, mdl.exclude_dirs))
-        if mdl.links and not ctx.sandboxed:  # a link to a tree exposes all of it, hidden too
-            found += effects.tree_findings(mdl.links, ctx.cwds, ctx.paths, True)
+                treescan.name_filter(mdl.include, mdl.exclude, mdl.exclude_dirs),
+                links_only=ctx.sandboxed)
+        links = _links(mdl, ctx)
+        if links and not ctx.sandboxed:  # a link to a tree exposes all of it, hidden too
+            found += effects.tree_findings(links, ctx.cwds, ctx.paths, True)
         if mdl.copies:
             found += effects.copy_findings(mdl.copies, ctx.cwds, self.settings.max_delete_files)
-        if mdl.program == "git" and (mdl.git_dirs or ctx.cwds != [ctx.roots[0]]):
+        if mdl.program == "git" and (mdl.git_dirs or ctx.cwds != [ctx.cwd] or (
+                ctx.cwd != ctx.given_roots[0] and ctx.cwd != ctx.roots[0])):
             for d in mdl.git_dirs:
                 self._path(d, "read", ctx)
             found += effects.git_repository_findings(mdl.git_dirs, ctx.cwds, ctx.roots)
@@ -303,3 +313,12 @@ class CommandJudge:
                         ctx.out.add(grule.action, label,
                                     f"{base} matches {grule.action} pattern {grule.pattern!r}")
         return allowed, (trusted_only and allowed), unmodeled and not allowed
+
+
+def _links(mdl: programs.Model, ctx: _Ctx) -> list[str]:
+    """Link targets of a modelled command: those made inside a destination directory count
+    only when the destination is one now (`ln -s a lnk` with lnk -> a file replaces lnk)."""
+    if not mdl.link_dirs:
+        return mdl.links
+    return [*mdl.links, *(t for d, t in mdl.link_dirs
+                          if any(os.path.isdir(os.path.join(c, d)) for c in ctx.cwds))]

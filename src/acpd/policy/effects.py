@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from acpd.policy.decision import Verdict
-from acpd.policy.sandbox import PathRules, inside, resolve
+from acpd.policy.sandbox import PathRules, entry_real, inside, resolve
 from acpd.policy.treescan import Ignored, denied_in_tree, foreign_repository, tree_facts
 
 Finding = tuple[Verdict, str, str]
@@ -72,7 +72,7 @@ def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home
             path = _absolute(raw, cwd)
             if protected is None:
                 protected = protected_paths(home, roots)
-            hit = _protected_hit(path, protected)
+            hit = _protected_hit(path, protected, raw)
             if hit is not None:
                 found.append(("deny", "destroy.home-or-ancestor",
                               f"deleting {raw} removes {hit} (HOME, / or an ancestor of the "
@@ -83,8 +83,8 @@ def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home
             if ".git" in path.split("/"):
                 found.append(("ask", "destroy.git", f"deleting {raw} removes .git content"))
                 continue
-            if not recursive:
-                continue
+            if not recursive or (os.path.islink(path) and entry_real(path, raw) == path):
+                continue  # a link is removed, not the tree it points to
             facts = tree_facts(_scan_root(raw, cwd), max_files)
             if facts is None:
                 continue
@@ -96,8 +96,10 @@ def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home
     return found
 
 
-def _protected_hit(path: str, protected: frozenset[str]) -> str | None:
-    forms = {path, resolve(path)} if "\x00" not in path else {path}
+def _protected_hit(path: str, protected: frozenset[str], raw: str) -> str | None:
+    """`/`, HOME or an ancestor that deleting `path` removes: the entry (a link to HOME is
+    removed itself), or what it points to when written `lnk/`."""
+    forms = {path, entry_real(path, raw)} if "\x00" not in path else {path}
     for form in forms:
         if form in protected:
             return form
@@ -109,13 +111,15 @@ def _protected_hit(path: str, protected: frozenset[str]) -> str | None:
 
 
 def move_out_findings(sources: Iterable[str], dest: str, cwds: list[str],
-                      roots: tuple[str, ...]) -> list[Finding]:
+                      roots: tuple[str, ...], *, dest_entry: bool = False) -> list[Finding]:
     """mv from the workspace to outside it removes the sources from the workspace (and from
-    what a workspace checkpoint can restore): ask."""
+    what a workspace checkpoint can restore): ask. A destination link is replaced, unless it
+    points to a directory (then the sources move into it); `dest_entry` (-T): replaced."""
     found: list[Finding] = []
     for cwd in cwds:
         target = _absolute(dest, cwd)
-        if inside(target, roots) and inside(resolve(target), roots):
+        real = entry_real(target, dest, dest=not dest_entry)
+        if inside(target, roots) and inside(real, roots):
             continue
         for raw in sources:
             if inside(_absolute(raw, cwd), roots):
@@ -126,13 +130,14 @@ def move_out_findings(sources: Iterable[str], dest: str, cwds: list[str],
 
 def tree_findings(trees: Iterable[str], cwds: list[str], rules: PathRules,
                   hidden: bool, gitignore: bool = False,
-                  names: Ignored | None = None) -> list[Finding]:
+                  names: Ignored | None = None, links_only: bool = False) -> list[Finding]:
     found: list[Finding] = []
     for raw in trees:
         # ":/" is git's whole work tree: every workspace root
         starts = rules.roots if raw == ":/" else tuple(_scan_root(raw, cwd) for cwd in cwds)
         for start in starts:
             facts = denied_in_tree(start, rules, hidden=hidden, gitignore=gitignore,
+                                   links_only=links_only,
                                    names=names)
             if facts is None:
                 continue

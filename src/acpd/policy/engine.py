@@ -10,15 +10,21 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from dataclasses import dataclass, field
 
 from acpd.policy import budget as budget_mod
 from acpd.policy import contexts
 from acpd.policy import parse as parse_mod
 from acpd.policy.blocklist import word_findings
-from acpd.policy.checks import CheckContext
 from acpd.policy.commands import CommandJudge
 from acpd.policy.decision import Decision, Findings, Verdict
+from acpd.policy.linectx import (
+    Ctx,
+    combos,
+    glob_alternatives,
+    input_in_payload,
+    recursive,
+    variants,
+)
 from acpd.policy.rulematch import CompiledRule, compile_rule
 from acpd.policy.rules import Policy, PolicyError, Trust
 from acpd.policy.sandbox import (
@@ -26,41 +32,23 @@ from acpd.policy.sandbox import (
     close_decision,
     compile_patterns,
     judge_path,
-    normalized_roots,
     open_decision,
 )
-from acpd.policy.text import check_text, nfkc_variant, strip_line_continuations
-from acpd.policy.words import DYN, PLAIN, Env, expand, expand_segments, simple_value
+from acpd.policy.text import check_text
+from acpd.policy.variables import VariableJudge
+from acpd.policy.words import DYN, PLAIN, Env, expand, simple_value
 from acpd.policy.wrappers import DETACHING, WRAPPERS, unwrap
 
 MAX_DEPTH = 6
 MAX_CWDS = 32
 """Directories a line's `cd`s may reach that paths are judged from (more: ask)."""
 MAX_COMMANDS = 2000
-MAX_ARGV_COMBOS = 16
 MAX_PATH_CHARS = 4096
 _SAFE_REDIRECT_TARGET = re.compile(r"^(\d+|-)$")
 _plain = PLAIN.fullmatch
 
 
-@dataclass(slots=True)
-class _Ctx:
-    cwd: str
-    roots: tuple[str, ...]
-    home: str
-    trust: Trust
-    paths: PathRules
-    out: Findings
-    functions: set[str] = field(default_factory=set)
-    cwds: list[str] = field(default_factory=list)
-    only_rule: CompiledRule | None = None
-    matched_only: bool = False
-    cctx: CheckContext | None = None
-    sandboxed: bool = False
-    scope: contexts.Scope = field(default_factory=contexts.Scope)
-
-
-class CompiledPolicy(CommandJudge):
+class CompiledPolicy(CommandJudge, VariableJudge):
     """An immutable, validated policy ready to judge commands."""
 
     def __init__(self, policy: Policy) -> None:
@@ -151,14 +139,13 @@ class CompiledPolicy(CommandJudge):
         out = Findings()
         home = home or self._home
         cwd = self._norm_cwd(cwd)
-        roots = normalized_roots(roots or (cwd,))
         level: Trust = trust or self.settings.trust
-        ctx = _Ctx(cwd, roots, home, level, self._path_rules(roots, home), out, only_rule=only,
-                   sandboxed=sandboxed)
+        ctx = Ctx(cwd, roots or (cwd,), home, level, self._path_rules, out, only_rule=only,
+                  sandboxed=sandboxed, line=command)
         try:
             if not check_text(command, self.settings.max_command_bytes, out):
                 return out
-            for source in _variants(command):
+            for source in variants(command):
                 ctx.cwds = [cwd]
                 ctx.scope = contexts.Scope()
                 self._source(source, ctx, 0)
@@ -188,7 +175,7 @@ class CompiledPolicy(CommandJudge):
             self._cwd_norm[cwd] = norm
         return norm
 
-    def _source(self, source: str, ctx: _Ctx, depth: int) -> None:
+    def _source(self, source: str, ctx: Ctx, depth: int) -> None:
         out = ctx.out
         if depth > MAX_DEPTH:
             out.add("deny", "input.too-deep", "shell payloads nested too deeply")
@@ -225,149 +212,42 @@ class CompiledPolicy(CommandJudge):
             self._eval(kind, text, fn, env, ctx, depth)
         if script.functions:
             ctx.functions |= set(script.functions)
-        if script.functions and _recursive(script.functions):
+        if script.functions and recursive(script.functions):
             out.add("deny", "blocklist.recursive-function",
                     "a function calls itself (fork bomb shape)")
-        self._seed_cwds(script, ctx)
+        self._seed_cwds(script, env, ctx)
         for cmd in script.commands:
             self._simple(cmd, env, ctx, depth)
 
-    def _seed_cwds(self, script: parse_mod.Script, ctx: _Ctx) -> None:
+    def _seed_cwds(self, script: parse_mod.Script, env: Env, ctx: Ctx) -> None:
         """Every directory a `cd`/`pushd` of this line may reach, before any command is
         judged: the parse order of a list is not always bash's (tree-sitter hangs the
         redirect of `cd .git && echo x > config` on the whole list), so each path is judged
-        from all of them (a superset; `cd a && cd b` reaches a, b and a/b)."""
+        from all of them (a superset; `cd a && cd b` reaches a, b and a/b). Targets are the
+        words' values, globs expanded (`cd .gi*`)."""
         for cmd in script.commands:
-            words = [w if _plain(w) else simple_value(w) for w in cmd.words]
-            if len(words) < 2 or words[0] not in ("cd", "pushd"):
-                continue
-            operands = [w for w in words[1:] if w is None or w == "-" or not w.startswith("-")]
-            target = operands[0] if operands else None
-            if target is None or DYN in target or target == "-":
-                continue
-            for base in list(ctx.cwds):
-                new = os.path.normpath(os.path.join(base, target))
-                if new in ctx.cwds:
-                    continue
-                if len(ctx.cwds) >= MAX_CWDS:
-                    ctx.out.add("ask", "input.too-complex",
-                                f"the line changes directory more than {MAX_CWDS} ways")
-                    return
-                ctx.cwds.append(new)
-
-    def _env(self, script: parse_mod.Script, ctx: _Ctx) -> Env:
-        base: Env = {"HOME": (ctx.home,), "PWD": (ctx.cwd,), "IFS": (" \t\n",)}
-        if not script.assigns and not script.for_vars:
-            return base
-        env: Env = dict(base)
-        for _round in range(3):  # Y=$X after X=rm: a few rounds reach the fixpoint
-            budget_mod.check()
-            values: dict[str, list[str]] = {}
-            for k, (name, value) in enumerate(script.assigns):
-                if not k & 63:
-                    budget_mod.check()
-                vals = values.setdefault(name, [DYN])
-                for alt in expand(value, env, ctx.home).alternatives:
-                    vals.append(" ".join(alt))
-            for name, words in script.for_vars.items():
-                vals = values.setdefault(name, [])
-                for j, word in enumerate(words):
-                    if not j & 63:  # one name can hold 6000 words (`for i in a b c` x 2000)
-                        budget_mod.check()
-                    for alt in expand(word, env, ctx.home).alternatives:
-                        vals.extend(alt)
-            nxt: Env = dict(base)
-            for name, vals in values.items():
-                nxt[name] = tuple(dict.fromkeys(vals))[:MAX_ARGV_COMBOS]
-            if nxt == env:
-                break
-            env = nxt
-        return env
-
-    def _scope(self, script: parse_mod.Script, env: Env, ctx: _Ctx, depth: int) -> None:
-        """Which variables hold values from outside the command line (see `contexts`)."""
-        scope = ctx.scope
-        if depth > 0:
-            scope.positional_tainted = True
-        tainted = scope.tainted
-        for k, cmd in enumerate(script.commands):
-            if not k & 255:
-                budget_mod.check()
-            if cmd.function is not None:
-                scope.positional_tainted = True
             words = cmd.words
-            if len(words) > 256:  # `_builtin` asks for so many operands
-                continue
-            first = simple_value(words[0]) if words else None
-            while first in ("command", "builtin") and len(words) > 1:
+            while len(words) > 1 and simple_value(words[0]) in ("builtin", "command"):
                 words = words[1:]
-                first = simple_value(words[0])
-            if first not in contexts.ASSIGNERS:
+            if len(words) < 2 or simple_value(words[0]) not in ("cd", "pushd"):
                 continue
-            argv = [first, *(expand(w, env, ctx.home).alternatives[0][0]
-                             if len(expand(w, env, ctx.home).alternatives[0]) == 1 else DYN
-                             for w in words[1:])]
-            ops = contexts.builtin_operands(argv)
-            scope.integer = scope.integer or ops.integer
-            scope.namerefs.update(contexts.var_name(n) for n in ops.namerefs)
-            if ops.tainting:
-                tainted.update(contexts.var_name(a) for a in ops.assigned if DYN not in a)
-        for name, words in script.for_vars.items():
-            for j, w in enumerate(words):  # one name can hold 6000 words
-                if not j & 63:
-                    budget_mod.check()
-                exp = expand(w, env, ctx.home)
-                if exp.dynamic or exp.glob:
-                    tainted.add(name)
-                    break
-        for _round in range(4):  # y=$x after read x: a few rounds reach the fixpoint
-            budget_mod.check()
-            grew = False
-            for k, (name, value) in enumerate(script.assigns):
-                if not k & 255:
-                    budget_mod.check()
-                if name in tainted:
-                    continue
-                refs = contexts.referenced(value)
-                if refs & tainted or "`" in value or "$(" in value or (
-                        scope.positional_tainted and contexts.has_positional(value)):
-                    tainted.add(name)
-                    grew = True
-            if not grew:
-                break
+            targets: dict[str, None] = {}
+            for argv in combos(words, env, ctx):
+                operands = [w for w in argv[1:] if w == "-" or not w.startswith("-")]
+                if operands and DYN not in operands[0] and operands[0] != "-":
+                    targets[operands[0]] = None
+            for target in targets:
+                for base in list(ctx.cwds):
+                    new = os.path.normpath(os.path.join(base, target))
+                    if new in ctx.cwds:
+                        continue
+                    if len(ctx.cwds) >= MAX_CWDS:
+                        ctx.out.add("ask", "input.too-complex",
+                                    f"the line changes directory more than {MAX_CWDS} ways")
+                        return
+                    ctx.cwds.append(new)
 
-    def _eval(self, kind: str, text: str, fn: str | None, env: Env, ctx: _Ctx,
-              depth: int) -> None:
-        """A context where bash evaluates text again (arithmetic, subscripts, `${...}`)."""
-        scope = ctx.scope
-        if fn is not None:
-            scope.positional_tainted = True
-        if kind == "expansion":
-            arith = contexts.check_expansion(text, scope, self.blocked_env, ctx.out, env)
-            if arith is None:
-                return
-            text = arith
-        values = [" ".join(alt) for alt in expand_segments(text, env, ctx.home).alternatives]
-        contexts.check_arith_source(text, scope, self.blocked_env, ctx.out, values)
-
-    def _assignment(self, name: str, value: str, env: Env, ctx: _Ctx) -> None:
-        var = contexts.var_name(name)
-        alternatives = expand(value, env, ctx.home).alternatives
-        values = [" ".join(alt) for alt in alternatives]
-        contexts.check_assignment(var, values, self.blocked_env, ctx.out, "an assignment")
-        for alt in alternatives:
-            for word in alt:
-                for rule_id, reason in word_findings(word):
-                    ctx.out.add("deny", rule_id, f"blocked: {reason}")
-        if ctx.scope.integer:  # `declare -i x` makes every `x=...` arithmetic
-            contexts.check_arith_source(value, ctx.scope, self.blocked_env, ctx.out, values,
-                                        how="an integer assignment")
-        if var in ctx.scope.namerefs:
-            for v in values:
-                contexts.check_name_operand(v, ctx.scope, self.blocked_env, ctx.out,
-                                            assigned=True, how=f"the name reference {var}")
-
-    def _simple(self, cmd: parse_mod.SimpleCommand, env: Env, ctx: _Ctx, depth: int) -> None:
+    def _simple(self, cmd: parse_mod.SimpleCommand, env: Env, ctx: Ctx, depth: int) -> None:
         budget_mod.check()
         if cmd.background and not ctx.sandboxed and ctx.only_rule is None:
             ctx.out.add("ask", "escape.background", "a background job (`&`) can outlive the "
@@ -378,7 +258,10 @@ class CompiledPolicy(CommandJudge):
             if red.op in (">&", "<&") and _SAFE_REDIRECT_TARGET.match(red.target):
                 continue
             mode = "read" if red.op in ("<", "<&") else "write"
-            for alt in expand(red.target, env, ctx.home).alternatives:
+            exp = expand(red.target, env, ctx.home)
+            alternatives = glob_alternatives(exp.alternatives, ctx) if exp.glob else \
+                exp.alternatives  # bash expands a redirect's glob (one match, or an error)
+            for alt in alternatives:
                 for target in alt or ("",):
                     self._word_checks(target, ctx)
                     self._path(target, mode, ctx, redirect=True)
@@ -389,50 +272,36 @@ class CompiledPolicy(CommandJudge):
             return
         values = [w if _plain(w) else simple_value(w) for w in words]
         if None not in values:  # every word has exactly one value: argv is known
+            if any("*" in v or "?" in v or "[" in v for v in values[1:]):  # type: ignore[operator]
+                ctx.glob_state().literal.update(values[1:])  # type: ignore[arg-type]
             self._argv(values, ctx, depth, in_function=cmd.function)  # type: ignore[arg-type]
             return
-        for argv in _combos(words, env, ctx.home):
+        for argv in combos(words, env, ctx):
             if not argv:
                 ctx.out.add("ask", "command.dynamic", "the command name expands to nothing")
                 continue
             self._argv(argv, ctx, depth, in_function=cmd.function)
 
-    def _word_checks(self, word: str, ctx: _Ctx) -> None:
+    def _word_checks(self, word: str, ctx: Ctx) -> None:
         for rule_id, reason in word_findings(word):
             ctx.out.add("deny", rule_id, f"blocked: {reason}")
 
-    def _path(self, raw: str, mode: str, ctx: _Ctx, *, redirect: bool = False) -> None:
+    def _path(self, raw: str, mode: str, ctx: Ctx, *, redirect: bool = False,
+              entry: str | None = None) -> None:
         if ctx.only_rule is not None:
             return
         budget_mod.check()
         if len(raw) > MAX_PATH_CHARS:  # no file has such a name (ENAMETOOLONG)
             ctx.out.add("ask", "path.too-long", f"a {mode} path of {len(raw)} characters")
             return
+        literal = ctx.globs is not None and raw in ctx.globs.literal
         for cwd in ctx.cwds:
-            hit = judge_path(raw, mode, cwd, ctx.paths, redirect=redirect)
+            hit = judge_path(raw, mode, cwd, ctx.paths, redirect=redirect, literal=literal,
+                             entry=entry)
             if hit is not None:
                 ctx.out.add(*hit)
 
-    def _builtin(self, argv: list[str], ctx: _Ctx) -> None:
-        """A builtin that assigns, names or evaluates variables (see `contexts`)."""
-        if len(argv) > 256:
-            ctx.out.add("ask", "context.too-many-operands",
-                        f"{argv[0]} with {len(argv) - 1} operands is not judged one by one")
-            return
-        ops = contexts.builtin_operands(argv)
-        scope, extra, out, name = ctx.scope, self.blocked_env, ctx.out, argv[0]
-        for operand in ops.assigned:
-            contexts.check_name_operand(operand, scope, extra, out, assigned=True, how=name)
-        for operand in ops.names:
-            contexts.check_name_operand(operand, scope, extra, out, assigned=False, how=name)
-        for value in ops.name_values:
-            contexts.check_name_operand(value, scope, extra, out, assigned=True,
-                                        how=f"{name} -n")
-        for value in ops.arith:
-            contexts.check_arith_value(value, scope, extra, out, how=name,
-                                       dynamic_asks=name != "[[")
-
-    def _argv(self, argv: list[str], ctx: _Ctx, depth: int, in_function: str | None) -> None:
+    def _argv(self, argv: list[str], ctx: Ctx, depth: int, in_function: str | None) -> None:
         out = ctx.out
         bracket = False
         for k, word in enumerate(argv):
@@ -464,7 +333,7 @@ class CompiledPolicy(CommandJudge):
             contexts.check_assignment(name, [value], self.blocked_env, out, f"{first} {name}=")
         if res.argv and res.argv[0] in contexts.ASSIGNERS and res.argv is not argv:
             self._builtin(res.argv, ctx)
-        if res.payloads and _input_in_payload(argv, res.chain):
+        if res.payloads and input_in_payload(argv, res.chain):
             out.add("ask", "wrapper.dynamic", "the shell script is built from input at run "
                     "time (a replace string of xargs or parallel)")
         for payload in res.payloads:
@@ -478,68 +347,6 @@ class CompiledPolicy(CommandJudge):
             self._path(w, "write", ctx)
         if res.argv:
             self._command(res.argv, ctx, depth)
-
-def _input_in_payload(argv: list[str], chain: list[str]) -> bool:
-    """`xargs -I{} sh -c 'echo {}'`, `parallel sh -c 'echo {}'`: each input line is pasted
-    into the script before the shell reads it (a line `; rm x` runs `rm x`)."""
-    if "parallel" in chain:
-        return True
-    if "xargs" not in chain:
-        return False
-    return any(a.startswith(("-I", "-i", "--replace", "--rep")) or (
-        a.startswith("-") and not a.startswith("--") and ("I" in a or "i" in a))
-        for a in argv if a.startswith("-"))
-
-
-def _variants(command: str) -> list[str]:
-    """The texts to judge: without backslash-newlines (as bash reads it), as written, and
-    their NFKC forms when the text is not ASCII."""
-    stripped = strip_line_continuations(command)
-    variants = [stripped] if stripped == command else [stripped, command]
-    if not command.isascii():  # an ASCII text (and what is stripped of it) is NFKC
-        for v in list(variants):
-            norm = nfkc_variant(v)
-            if norm is not None and norm not in variants:
-                variants.append(norm)
-    return variants
-
-
-def _combos(words: list[str], env: Env, home: str) -> list[list[str]]:
-    """The argvs a command's words can make (at most MAX_ARGV_COMBOS, in linear time). Once
-    the bound is reached, alternatives of later words are spread over the kept argvs round
-    robin, so that each alternative is judged in some argv."""
-    combos: list[list[str]] = [[]]
-    for k, word in enumerate(words):
-        if not k & 255:
-            budget_mod.check()
-        alternatives = expand(word, env, home).alternatives
-        if len(alternatives) == 1:
-            for argv in combos:
-                argv.extend(alternatives[0])
-        elif len(combos) * len(alternatives) <= MAX_ARGV_COMBOS:
-            combos = [[*argv, *alt] for argv in combos for alt in alternatives]
-        else:
-            while len(combos) < min(MAX_ARGV_COMBOS, len(alternatives)):
-                combos.append(list(combos[len(combos) % len(combos)]))
-            for i, argv in enumerate(combos):
-                argv.extend(alternatives[i % len(alternatives)])
-    return combos
-
-
-def _recursive(functions: dict[str, set[str]]) -> bool:
-    for start in functions:
-        budget_mod.check()
-        stack, seen = [start], set()
-        while stack:
-            cur = stack.pop()
-            for callee in functions.get(cur, ()):
-                if callee == start:
-                    return True
-                if callee in functions and callee not in seen:
-                    seen.add(callee)
-                    stack.append(callee)
-    return False
-
 
 def compile_policy(policy: Policy, *, check_examples: bool = True) -> CompiledPolicy:
     """Compile and validate; every rule's `match`/`not_match` examples must hold."""

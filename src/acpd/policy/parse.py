@@ -124,7 +124,7 @@ _HANDLED = frozenset({"command", "redirected_statement", "declaration_command", 
                       "variable_assignment", "function_definition", "for_statement",
                       "test_command", "command_substitution", "arithmetic_expansion",
                       "expansion", "ERROR", "compound_statement", "c_style_for_statement",
-                      "subscript", "heredoc_redirect", *_BLOCKED_NODES})
+                      "subscript", "heredoc_redirect", "file_redirect", *_BLOCKED_NODES})
 """Node kinds the walk acts on; every other named node is only descended into."""
 
 
@@ -132,12 +132,16 @@ class _Walk:
     """State of one walk: the source (to slice node text from) and redirects that a
     `redirected_statement` hands to its command."""
 
-    __slots__ = ("amp", "arith_starts", "data", "extra", "masks", "source", "suspicious")
+    __slots__ = ("amp", "arith_starts", "data", "extra", "extra_words", "masks", "source",
+                 "suspicious")
 
     def __init__(self, source: str, data: bytes) -> None:
         self.source: str | None = source if source.isascii() else None
         self.data = data
         self.extra: dict[int, list[Redirect]] = {}
+        self.extra_words: dict[int, list[str]] = {}
+        """Arguments tree-sitter hangs on a redirect (`cat 2>/dev/null .env`: `.env` is a
+        second `destination` of the redirect; bash passes it to `cat`), per command node."""
         self.suspicious = b"`" in data or b"$(" in data
         """Only then are quoted ranges collected for the raw substitution scan."""
         self.masks: list[tuple[int, int]] = []
@@ -180,8 +184,19 @@ def clear_memo() -> None:
 
 
 def parse(source: str) -> Script:
-    """Parse a command line. Raises ValueError for text the parser must never see (see
-    `text.parser_safe`: tree-sitter-bash crashes the process on some code points)."""
+    """Parse a command line: a plain line by `fastparse` (the same Script, without
+    tree-sitter), any other by `parse_full`."""
+    if source.isascii():
+        fast = _fast.parse_simple(source)
+        if fast is not None:
+            return fast
+    return parse_full(source)
+
+
+def parse_full(source: str) -> Script:
+    """Parse a command line with tree-sitter. Raises ValueError for text the parser must
+    never see (see `text.parser_safe`: tree-sitter-bash crashes the process on some code
+    points)."""
     if not source.isascii() and not all(parser_safe(ch) for ch in source):
         raise ValueError("character outside the parsed Unicode planes")
     data = source.encode("utf-8", "surrogateescape")
@@ -341,17 +356,46 @@ def _tree(payload: bytes) -> Any:
         raise budget.OverBudget from None
 
 
+_REDIRECT_OWNERS = frozenset({"command", "redirected_statement", "heredoc_redirect",
+                              "declaration_command", "unset_command"})
+"""Nodes whose redirects are handed to a simple command; a redirect under any other node
+(`f() { ...; } >/etc/x`, applied whenever f runs) is judged on its own."""
+
+
 def _visit(node: Any, kind: str, fn: str | None, script: Script, w: _Walk) -> str | None:
     """Act on one node; return a function name when the node defines one (for its body)."""
+    if kind in ("file_redirect", "heredoc_redirect"):
+        parent = node.parent
+        if parent is not None and parent.type not in _REDIRECT_OWNERS:
+            reds: list[Redirect] = []
+            extras: list[str] = []
+            _redirect_into(node, w, reds, extras)
+            script.commands.append(SimpleCommand([], redirects=reds, function=fn))
+            if extras:
+                script.has_error = True
+                script.commands.append(SimpleCommand(extras, function=fn, fallback=True))
+        if kind == "file_redirect":
+            return None
     if kind == "redirected_statement":
         children = node.named_children
         if children:
-            reds = [_redirect(c, w) for c in children if c.type in _REDIRECTS]
+            reds = []
+            extras = []
+            for c in children:
+                if c.type in _REDIRECTS:
+                    _redirect_into(c, w, reds, extras)
             if children[0].type != "command":
                 script.commands.append(SimpleCommand([], redirects=reds, function=fn))
+                last = _last_command(children[0])
+                if extras and last is not None:  # `a && b >c d`: bash runs `b d`
+                    w.extra_words[last.id] = extras
+                elif extras:  # `{ ...; } >a b`: a syntax error to bash
+                    script.has_error = True
+                    script.commands.append(SimpleCommand(extras, function=fn, fallback=True))
             for c in children:
                 if c.type == "command":
                     w.extra[c.id] = reds
+                    w.extra_words[c.id] = extras
     elif kind in ("declaration_command", "unset_command"):
         script.commands.append(_declaration(node, fn, w))
     elif kind == "variable_assignment":
@@ -446,7 +490,7 @@ def _command(node: Any, fn: str | None, w: _Walk) -> tuple[SimpleCommand, int]:
             cmd.assigns.append(_assignment(child, w))
             flat = -1
         elif kind in _REDIRECTS:
-            cmd.redirects.append(_redirect(child, w))
+            _redirect_into(child, w, cmd.redirects, words)
             flat = -1
         elif kind != "comment":
             words.append(src[child.start_byte : child.end_byte] if src is not None
@@ -461,6 +505,9 @@ def _command(node: Any, fn: str | None, w: _Walk) -> tuple[SimpleCommand, int]:
     extra = w.extra.get(node.id)
     if extra is not None:
         cmd.redirects.extend(extra)
+    extra_words = w.extra_words.get(node.id)
+    if extra_words:
+        words.extend(extra_words)
     if w.amp:
         cmd.start = node.start_byte
     if cmd.redirects:
@@ -494,7 +541,7 @@ def _declaration(node: Any, fn: str | None, w: _Walk) -> SimpleCommand:
             cmd.assigns.append((name, value))
             cmd.words.append(w.text(child))
         elif child.type in _REDIRECTS:
-            cmd.redirects.append(_redirect(child, w))
+            _redirect_into(child, w, cmd.redirects, cmd.words)
         else:
             cmd.words.append(w.text(child))
     return cmd
@@ -504,6 +551,31 @@ def _assignment(node: Any, w: _Walk) -> tuple[str, str]:
     text = w.text(node)
     name, _, value = text.partition("=")
     return name.rstrip("+"), value
+
+
+def _last_command(node: Any) -> Any:
+    """The simple command a redirect after a list or pipeline belongs to (its last one), or
+    None when the last element is not a simple command."""
+    while node.type in ("list", "pipeline") and node.named_child_count:
+        node = node.named_children[-1]
+    return node if node.type == "command" else None
+
+
+def _redirect_into(node: Any, w: _Walk, reds: list[Redirect], words: list[str]) -> None:
+    """The redirects of a redirect node, and the command words tree-sitter hangs on it: a
+    file redirect's `destination`s after the first (`cat >a b`: `b` is an argument), a
+    here-document's `argument`s and the redirects written after its delimiter
+    (`cat <<E >out .env`)."""
+    reds.append(_redirect(node, w))
+    kind = node.type
+    if kind == "file_redirect":
+        dests = node.children_by_field_name("destination")
+        words.extend(w.text(d) for d in dests[1:])
+    elif kind == "heredoc_redirect":
+        for c in node.named_children:
+            if c.type in _REDIRECTS:
+                _redirect_into(c, w, reds, words)
+        words.extend(w.text(a) for a in node.children_by_field_name("argument"))
 
 
 def _redirect(node: Any, w: _Walk) -> Redirect:
@@ -589,3 +661,6 @@ def _fallback(text: str, fn: str | None) -> list[SimpleCommand]:
     if current:
         out.append(SimpleCommand(current, function=fn, fallback=True))
     return out
+
+
+from acpd.policy import fastparse as _fast  # noqa: E402  (it builds this module's types)

@@ -135,13 +135,18 @@ def _components_meet(arg: str, pat: str) -> bool:
 
 
 def glob_may_match(path: str, patterns: tuple[PathPattern, ...],
-                   roots: tuple[str, ...]) -> str | None:
-    """Could the glob word `path` (absolute, normalized) expand to a denied path?"""
+                   roots: tuple[str, ...], *, named_only: bool = False) -> str | None:
+    """Could the glob word `path` (absolute, normalized) expand to a denied path?
+    `named_only`: only patterns that end in a literal name (`**/.env`, not `**/*.pem` or
+    `secrets/**`) count: the word matched nothing on disk and is passed as written, but it
+    is aimed at a name the deny list names."""
     comps = [c for c in path.split("/") if c]
     root = inside(path, roots)
     for pat in patterns:
         m = len(pat.parts)
         if m == 0:
+            continue
+        if named_only and (pat.text.endswith("**") or _GLOB.search(pat.parts[-1])):
             continue
         if pat.anchor == "any":
             starts = range(len(comps) - m + 1)
@@ -179,11 +184,37 @@ def open_decision() -> dict[str, str] | None:
     previous: dict[str, str] | None = getattr(_scope, "memo", None)
     if previous is None:
         _scope.memo = {}
+        _scope.stats = {}
+        _scope.links = {}
     return previous
 
 
 def close_decision(previous: dict[str, str] | None) -> None:
     _scope.memo = previous
+    if previous is None:
+        _scope.stats = None
+        _scope.links = None
+
+
+def decision_links() -> dict[tuple[int, int], object] | None:
+    """This decision's memo of hard-link scans (see `hardlinks`), or None outside one."""
+    links: dict[tuple[int, int], object] | None = getattr(_scope, "links", None)
+    return links
+
+
+def file_stat(real: str) -> os.stat_result | None:
+    """`os.stat` of a resolved path (None when missing), read at most once per decision: the
+    lstat walk of `resolve` already holds it for a path that is no symbolic link."""
+    stats: dict[str, os.stat_result | None] | None = getattr(_scope, "stats", None)
+    if stats is not None and real in stats:
+        return stats[real]
+    try:
+        st: os.stat_result | None = os.stat(real)
+    except (OSError, ValueError):
+        st = None
+    if stats is not None and len(stats) < _MEMO_MAX:
+        stats[real] = st
+    return st
 
 
 def resolve(path: str) -> str:
@@ -222,14 +253,19 @@ def _resolve(path: str, memo: dict[str, str] | None) -> str:
     if rest.count("/") > _WALK_MAX:
         return _open_name(path)
     cur = base
+    found: os.stat_result | None = None
     for part in rest[1:].split("/"):
         cur = f"{cur}/{part}"
         try:
-            st = os.lstat(cur)
+            found = os.lstat(cur)
         except OSError:
-            return path  # missing (or unreadable): realpath keeps the rest as written
-        if stat.S_ISLNK(st.st_mode):
+            found = None  # missing (or unreadable): realpath keeps the rest as written
+            break
+        if stat.S_ISLNK(found.st_mode):
             return _open_name(path)
+    stats: dict[str, os.stat_result | None] | None = getattr(_scope, "stats", None)
+    if stats is not None and len(stats) < _MEMO_MAX:
+        stats[path] = found  # no link on the way: the last lstat is its stat (or missing)
     return path
 
 
@@ -301,10 +337,30 @@ class PathRules:
         object.__setattr__(self, "write_filter", Prefilter(self.deny_write))
 
 
+def entry_real(lexical: str, raw: str, *, dest: bool = False) -> str:
+    """The real path of what a command acting on the directory entry `lexical` touches:
+    the entry itself (its parent resolved, its last component as written: `rm lnk` removes
+    the link) unless the word ends in `/`, `.` or `..` (then what it points to); `dest`: a
+    destination that is, or points to, a directory is written into (followed)."""
+    base = lexical.rpartition("/")[2]
+    if raw.endswith("/") or base in ("", ".", "..") or lexical == "/":
+        return resolve(lexical)
+    if dest and os.path.isdir(lexical):
+        return resolve(lexical)
+    parent = lexical.rpartition("/")[0] or "/"
+    real_parent = resolve(parent)
+    return real_parent + base if real_parent.endswith("/") else f"{real_parent}/{base}"
+
+
 def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: bool = False,
-               cached: bool = False) -> tuple[Verdict, str, str] | None:
+               cached: bool = False, literal: bool = False,
+               entry: str | None = None) -> tuple[Verdict, str, str] | None:
     """None when fine; else (verdict, rule id, reason). The path is resolved on every call
-    (`cached` is accepted and ignored: no file-system fact outlives a decision)."""
+    (`cached` is accepted and ignored: no file-system fact outlives a decision). Glob
+    characters in `raw` are taken as a pattern that may name a denied path, unless `literal`
+    (the shell expanded the word on disk and it matched nothing: it is passed as written).
+    `entry`: "entry" when the command acts on the directory entry (a link itself), "dest"
+    for a destination replaced as an entry unless it is a directory (see `entry_real`)."""
     if DYN in raw:
         return ("ask", "path.dynamic", f"{mode} path {raw.replace(DYN, '$?')!r} is not known "
                 "before running")
@@ -318,7 +374,8 @@ def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: boo
     if "\x00" in lexical:
         # `$'\0'` in a word: no file has that name, and realpath would raise
         return ("deny", "path.nul", f"{mode} path {raw!r} holds a NUL byte")
-    real = resolve(lexical)
+    real = resolve(lexical) if entry is None else entry_real(lexical, raw,
+                                                             dest=entry == "dest")
     if mode == "read":
         deny, prefilter = rules.deny_read, rules.read_filter
     else:
@@ -326,9 +383,15 @@ def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: boo
     for form in (lexical,) if real == lexical else (lexical, real):
         hit = matches(form, deny, rules.roots) if prefilter.may_match(form, rules.roots) else None
         if hit is None and _GLOB.search(form):
-            hit = glob_may_match(form, deny, rules.roots)
+            hit = glob_may_match(form, deny, rules.roots, named_only=literal)
         if hit is not None:
             return ("deny", f"path.deny-{mode}", f"{mode} of {raw} matches deny_{mode} {hit!r}")
+    if deny and entry is None:
+        from acpd.policy.hardlinks import hardlink_finding
+
+        found = hardlink_finding(real, mode, rules)
+        if found is not None:
+            return (found[0], found[1], f"{mode} of {raw}: {found[2]}")
     if inside(lexical, rules.roots) and (real == lexical or inside(real, rules.roots)):
         return None
     extra = rules.read_roots if mode == "read" else rules.write_roots

@@ -42,7 +42,8 @@ class TreeFacts(NamedTuple):
 
 
 def _walk(start: str, limit: int, hidden: bool, rules: PathRules | None,
-          skip_git: bool, ignored: Ignored | None = None) -> TreeFacts:
+          skip_git: bool, ignored: Ignored | None = None,
+          links_only: bool = False) -> TreeFacts:
     count = 0
     git: str | None = None
     denied: str | None = None
@@ -65,7 +66,8 @@ def _walk(start: str, limit: int, hidden: bool, rules: PathRules | None,
                     if ignored is not None and ignored(entry.path, entry.is_dir()):
                         continue
                     if rules is not None and denied is None:
-                        denied = _denied(entry, rules)
+                        denied = _hard_linked(entry, rules) if links_only else \
+                            _denied(entry, rules)
                         if denied is not None and skip_git:
                             return TreeFacts(count, False, git, denied)
                     try:
@@ -93,20 +95,40 @@ def _denied(entry: os.DirEntry[str], rules: PathRules) -> str | None:
         if rules.read_filter.may_match(form, rules.roots) and matches(
                 form, rules.deny_read, rules.roots):
             return path if form == path else f"{path} (a link to {form.removesuffix('/x')})"
-    return None
+    return _hard_linked(entry, rules)
+
+
+def _hard_linked(entry: os.DirEntry[str], rules: PathRules) -> str | None:
+    """A regular file with other names that are denied or unseen (`hardlinks`): one stat
+    per regular file of the tree, only when the policy has a deny_read list."""
+    if not rules.deny_read:
+        return None
+    try:
+        if not entry.is_file(follow_symlinks=False) or \
+                entry.stat(follow_symlinks=False).st_nlink < 2:
+            return None
+    except OSError:
+        return None
+    from acpd.policy.hardlinks import hardlink_finding
+
+    found = hardlink_finding(entry.path, "read", rules)
+    return None if found is None else f"{entry.path} ({found[2]})"
 
 
 def denied_in_tree(path: str, rules: PathRules, *, hidden: bool = True,
                    gitignore: bool = False, names: Ignored | None = None,
-                   limit: int = SCAN_LIMIT) -> TreeFacts | None:
+                   limit: int = SCAN_LIMIT, links_only: bool = False) -> TreeFacts | None:
     """Facts about the tree at `path` (absolute) if it is a directory, else None.
-    `gitignore`: the tool skips what the workspace root's `.gitignore` ignores (rg, git add)."""
+    `gitignore`: the tool skips what the workspace root's `.gitignore` ignores (rg, git add).
+    `links_only`: only hard links count (under the sandbox, which masks denied names but not
+    their other names)."""
     if not os.path.isdir(path):  # a link to a directory is scanned (grep -r follows it)
         return None
     ignored = gitignore_matcher(path, rules.roots) if gitignore else None
     if names is not None:
         ignored = _both(ignored, names) if ignored is not None else names
-    return _walk(path, limit, hidden, rules, skip_git=True, ignored=ignored)
+    return _walk(path, limit, hidden, rules, skip_git=True, ignored=ignored,
+                 links_only=links_only)
 
 
 def _both(first: Ignored, second: Ignored) -> Ignored:

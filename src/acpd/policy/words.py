@@ -359,6 +359,8 @@ def expand_segments(text: str, env: Env, home: str) -> Expanded:
             if unknown or not vals:
                 dynamic = True
                 vals = [*vals, DYN]
+            if not seg.quoted and any(not _GLOB_CHARS.isdisjoint(v) for v in vals):
+                glob = True  # an unquoted expansion's value is a pattern too (x='*'; cat $x)
             choices.append([(v, seg.quoted, not seg.quoted) for v in dict.fromkeys(vals)])
         else:
             dynamic = True

@@ -89,8 +89,8 @@ def _positionals(prog: Program, parsed: Parsed, m: Model) -> None:
             m.trees.extend(pos or ["."])
     elif kind == "write":
         m.writes.extend(pos)
-    elif kind == "delete":
-        m.writes.extend(pos)
+    elif kind == "delete":  # rm, unlink, rmdir remove the entry (a link, not its target)
+        m.entries.extend(pos)
         m.deletes.extend((p, recursive) for p in pos)
     elif kind == "none":
         if pos:
@@ -116,19 +116,24 @@ def _positionals(prog: Program, parsed: Parsed, m: Model) -> None:
 def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Model) -> None:
     """cp / mv / ln: sources, and a destination that may be a directory."""
     targets = [v for opt, v in parsed.options if "wdir" in opt.roles and v is not None]
+    # mv and ln replace a destination that is not a directory as an entry (a link there is
+    # replaced, not written through); -T / -n say so even for a directory.
+    as_entry = kind in ("move", "link") and parsed.has(
+        "--no-target-directory", "-T", "--no-dereference", "-n")
+    dests = m.entries if as_entry else m.dests if kind in ("move", "link") else m.writes
     if targets:
         sources, dest = pos, targets[-1]
     elif kind == "link" and len(pos) == 1:
         sources, dest = pos, os.path.basename(pos[0].rstrip("/")) or "."
-        m.writes.append(dest)
+        dests.append(dest)
     elif len(pos) >= 2:
         sources, dest = pos[:-1], pos[-1]
-        m.writes.append(dest)
+        dests.append(dest)
     else:
         m.ask_unknown("no destination")
         return
     if kind == "move":
-        m.writes.extend(sources)
+        m.entries.extend(sources)
         m.deletes.extend((s, False) for s in sources)  # HOME, ancestors (a rename: no count)
         m.moves_to = dest
         return
@@ -136,8 +141,12 @@ def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Mod
         for src in sources:
             m.links.append(src)
             if parsed.has("--symbolic", "-s") and not src.startswith("/"):
-                # relative to the link's directory: the destination, or the one holding it
-                m.links.extend(os.path.join(b, src) for b in {dest, os.path.dirname(dest)} if b)
+                # relative to the link's directory: the one holding the destination, or the
+                # destination itself when the link is made inside it (a directory, no -n/-T)
+                if os.path.dirname(dest):
+                    m.links.append(os.path.join(os.path.dirname(dest), src))
+                if targets or not as_entry:
+                    m.link_dirs.append((dest, os.path.join(dest, src)))
         if kind == "link":
             return
     m.reads.extend(sources)

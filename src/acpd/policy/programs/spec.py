@@ -46,6 +46,12 @@ class Model:
     unknown: list[str] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
     writes: list[str] = field(default_factory=list)
+    entries: list[str] = field(default_factory=list)
+    """Paths acted on as directory entries (removed, renamed): a symbolic link among them is
+    acted on itself, not what it points to (`rm lnk`, `mv lnk x`, `ln -sfn T lnk`)."""
+    dests: list[str] = field(default_factory=list)
+    """Destinations replaced as entries, or written into when they are (or point to) a
+    directory (`mv a lnk`, `ln -s T lnk`)."""
     trees: list[str] = field(default_factory=list)
     """Directories whose files are read recursively (deny_read files among them matter)."""
     copies: list[str] = field(default_factory=list)
@@ -66,6 +72,9 @@ class Model:
     """Verdicts the spec gives whatever the sandbox: deny system state, ask destructive git."""
     links: list[str] = field(default_factory=list)
     """Link targets (`ln -s T L`, `cp -l`): a later write through the link lands on them."""
+    link_dirs: list[tuple[str, str]] = field(default_factory=list)
+    """(destination, link target) of `ln -s T DEST` when the link is made inside DEST, which
+    happens only when DEST is a directory: the target counts as a link then."""
     moves_to: str | None = None
     """mv's destination: sources moved out of the workspace leave it (a deletion there)."""
     git_dirs: list[str] = field(default_factory=list)

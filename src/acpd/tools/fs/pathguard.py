@@ -18,9 +18,10 @@ Rules, in the order they apply:
   workspace roots, read_roots / write_roots allow, then outside_read / outside_write decide:
   "ask" at run time is satisfied only by the user's approval of this call (`ToolContext.
   approved`); a path that became an outside path after the decision is refused.
-Limits: deny patterns are matched on the path as the kernel reports it, so a hard link to a
-denied file under another name is not caught by the patterns; the sandbox refuses to read or
-replace any regular file with more than one link for that reason.
+- Hard links: a regular file with more than one link is judged with its other names, by the
+  shell's own rule (`policy/hardlinks.py`): one the deny list names refuses, names the scan of
+  the workspace cannot all find ask (the prejudge and a read at run time alike). The sandbox
+  refuses to read or replace any regular file with more than one link in any case.
 """
 
 from __future__ import annotations
@@ -113,6 +114,7 @@ class PathGuard:
 
     def refusal(self, mode: Mode, real: str, shown: str) -> str | None:
         """Why `mode` on `real` is refused, or None."""
+        from acpd.policy.hardlinks import hardlink_finding
         from acpd.policy.sandbox import inside, matches
 
         rules = self.rules
@@ -122,6 +124,10 @@ class PathGuard:
             hit = matches(real, deny, rules.roots)
             if hit is not None:
                 return f"{mode} of {where} matches deny_{mode} {hit!r} (the path policy)"
+            if mode == "read":
+                found = hardlink_finding(real, mode, rules)
+                if found is not None and (found[0] == "deny" or not self.approved):
+                    return f"{mode} of {where}: {found[2]} (the path policy)"
         reason = self._rule_refusal(real, where)
         if reason is not None or rules is None:
             return reason

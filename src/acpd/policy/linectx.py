@@ -1,0 +1,155 @@
+"""What one decision knows while it walks a command line, and the helpers that turn a
+simple command's words into argvs (`combos`: values, field splitting, brace and pathname
+expansion, bounded) or a line into the texts to judge (`variants`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from acpd.policy import budget as budget_mod
+from acpd.policy import contexts, globs
+from acpd.policy.checks import CheckContext
+from acpd.policy.decision import Findings
+from acpd.policy.globs import GlobState
+from acpd.policy.rulematch import CompiledRule
+from acpd.policy.rules import Trust
+from acpd.policy.sandbox import PathRules, normalized_roots
+from acpd.policy.text import nfkc_variant, strip_line_continuations
+from acpd.policy.words import Env, expand
+
+MAX_ARGV_COMBOS = 16
+
+
+@dataclass(slots=True)
+class Ctx:
+    cwd: str
+    given_roots: tuple[str, ...]
+    """The workspace roots as the caller gave them; `roots` resolves them (once, when a
+    check first needs them: a line that names no path never pays for it)."""
+    home: str
+    trust: Trust
+    rules_for: Callable[[tuple[str, ...], str], PathRules]
+    out: Findings
+    functions: set[str] = field(default_factory=set)
+    cwds: list[str] = field(default_factory=list)
+    only_rule: CompiledRule | None = None
+    matched_only: bool = False
+    cctx: CheckContext | None = None
+    sandboxed: bool = False
+    scope: contexts.Scope = field(default_factory=contexts.Scope)
+    line: str = ""
+    """The whole command line (the glob options it may set)."""
+    globs: GlobState | None = None
+    """This decision's pathname expansion, made on the first glob word."""
+
+    resolved_roots: tuple[str, ...] | None = None
+    path_rules: PathRules | None = None
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        if self.resolved_roots is None:
+            self.resolved_roots = normalized_roots(self.given_roots)
+        return self.resolved_roots
+
+    @property
+    def paths(self) -> PathRules:
+        if self.path_rules is None:
+            self.path_rules = self.rules_for(self.roots, self.home)
+        return self.path_rules
+
+    def glob_state(self) -> GlobState:
+        if self.globs is None:
+            self.globs = GlobState.for_line(self.line)
+        return self.globs
+
+
+
+
+def input_in_payload(argv: list[str], chain: list[str]) -> bool:
+    """`xargs -I{} sh -c 'echo {}'`, `parallel sh -c 'echo {}'`: each input line is pasted
+    into the script before the shell reads it (a line `; rm x` runs `rm x`)."""
+    if "parallel" in chain:
+        return True
+    if "xargs" not in chain:
+        return False
+    return any(a.startswith(("-I", "-i", "--replace", "--rep")) or (
+        a.startswith("-") and not a.startswith("--") and ("I" in a or "i" in a))
+        for a in argv if a.startswith("-"))
+
+
+def variants(command: str) -> list[str]:
+    """The texts to judge: without backslash-newlines (as bash reads it), as written, and
+    their NFKC forms when the text is not ASCII."""
+    stripped = strip_line_continuations(command)
+    variants = [stripped] if stripped == command else [stripped, command]
+    if not command.isascii():  # an ASCII text (and what is stripped of it) is NFKC
+        for v in list(variants):
+            norm = nfkc_variant(v)
+            if norm is not None and norm not in variants:
+                variants.append(norm)
+    return variants
+
+
+def combos(words: list[str], env: Env, ctx: Ctx) -> list[list[str]]:
+    """The argvs a command's words can make (at most MAX_ARGV_COMBOS, in linear time). Once
+    the bound is reached, alternatives of later words are spread over the kept argvs round
+    robin, so that each alternative is judged in some argv. Glob words after the command
+    name are replaced by what they match on disk now (`globs`)."""
+    result: list[list[str]] = [[]]
+    for k, word in enumerate(words):
+        if not k & 255:
+            budget_mod.check()
+        exp = expand(word, env, ctx.home)
+        alternatives = exp.alternatives
+        if exp.glob and k > 0:
+            alternatives = glob_alternatives(alternatives, ctx)
+        if len(alternatives) == 1:
+            for argv in result:
+                argv.extend(alternatives[0])
+        elif len(result) * len(alternatives) <= MAX_ARGV_COMBOS:
+            result = [[*argv, *alt] for argv in result for alt in alternatives]
+        else:
+            while len(result) < min(MAX_ARGV_COMBOS, len(alternatives)):
+                result.append(list(result[len(result) % len(result)]))
+            for i, argv in enumerate(result):
+                argv.extend(alternatives[i % len(alternatives)])
+    return result
+
+
+def glob_alternatives(alternatives: tuple[tuple[str, ...], ...],
+                      ctx: Ctx) -> tuple[tuple[str, ...], ...]:
+    """Each field with glob characters replaced by its matches (in each sort order); a
+    field that cannot be expanded within the bounds stays as written, and the line asks."""
+    out: list[tuple[str, ...]] = []
+    state = ctx.glob_state()
+    for alt in alternatives:
+        orders: list[list[str]] = [[], []]
+        for f in alt:
+            found = globs.expand(f, ctx.cwds, state) if globs.has_glob(f) else [(f,)]
+            if found is None:
+                ctx.out.add("ask", "path.glob-too-wide",
+                            f"the glob {f!r} matches more than {globs.MAX_MATCHES} paths, reads "
+                            "too large a directory, or uses extglob forms")
+                found = [(f,)]
+            orders[0].extend(found[0])
+            orders[1].extend(found[-1])
+        out.append(tuple(orders[0]))
+        if orders[1] != orders[0]:
+            out.append(tuple(orders[1]))
+    return tuple(dict.fromkeys(out))
+
+
+def recursive(functions: dict[str, set[str]]) -> bool:
+    for start in functions:
+        budget_mod.check()
+        stack, seen = [start], set()
+        while stack:
+            cur = stack.pop()
+            for callee in functions.get(cur, ()):
+                if callee == start:
+                    return True
+                if callee in functions and callee not in seen:
+                    seen.add(callee)
+                    stack.append(callee)
+    return False
