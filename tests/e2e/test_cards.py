@@ -72,7 +72,7 @@ async def test_write_of_a_new_file_shows_the_diff_and_creates_nothing_until_appr
                     ("write", {"path": "new/deep/notes.md", "content": "# Notes\nfirst\n"}), fs=fs)
     diff = {"type": "diff", "path": str(target), "newText": "# Notes\nfirst\n"}
     request = asked(client)
-    assert request["content"][0] == diff
+    assert request["content"] == [diff]  # the diff alone: Toad's diff screen needs that
     # On the wire a new file says `"oldText": null` (Toad opens its diff view only then).
     [wire] = [line.message for line in read_log(tmp_path / "run.wire.log")
               if line.direction == "A" and isinstance(line.message, dict)
@@ -95,9 +95,9 @@ async def test_write_over_an_unsaved_buffer_shows_the_buffer_as_old_text(
     await run_calls(tmp_path, data_dir, workspace, client,
                     ("write", {"path": "hello.txt", "content": "replaced\n"}))
     request = asked(client)
-    assert request["content"][0] == {"type": "diff", "path": path,
-                                     "oldText": "unsaved edit in the editor\n",
-                                     "newText": "replaced\n"}
+    assert request["content"] == [{"type": "diff", "path": path,  # the diff alone (Toad)
+                                   "oldText": "unsaved edit in the editor\n",
+                                   "newText": "replaced\n"}]
     assert pending(client)["content"] == request["content"]
     assert client.written == {path: "replaced\n"}
 
