@@ -9,7 +9,6 @@ by others, not TOML or not valid is an error, reported with its path.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from acpd.ownership import ownership_problem
 from acpd.policy.rules import Frozen, Policy, PolicyError, Rule
 
 MAX_OVERLAY_BYTES = 256 * 1024
@@ -64,17 +64,9 @@ class Overlay:
 
 
 def _check_mode(path: Path, st: os.stat_result, want: int, kind: str) -> None:
-    if stat.S_ISLNK(st.st_mode):
-        raise PolicyError(f"{path}: is a symlink; overlays must be real {kind}s")
-    ok_type = stat.S_ISDIR(st.st_mode) if kind == "directory" else stat.S_ISREG(st.st_mode)
-    if not ok_type:
-        raise PolicyError(f"{path}: not a {kind}")
-    if st.st_uid not in (os.getuid(), 0):
-        raise PolicyError(f"{path}: owned by uid {st.st_uid}, not by you or root")
-    if st.st_mode & 0o022:
-        raise PolicyError(f"{path}: writable by group or others (mode {st.st_mode & 0o777:o})")
-    if st.st_mode & want != want:
-        raise PolicyError(f"{path}: not readable by its owner (mode {st.st_mode & 0o777:o})")
+    problem = ownership_problem(path, st, kind, want)
+    if problem is not None:
+        raise PolicyError(problem)
 
 
 def load_overlay(folder: Path) -> Overlay:
