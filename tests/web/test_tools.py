@@ -205,3 +205,19 @@ async def test_bodies_that_are_not_text_are_refused(
     assert text.text.endswith('{"a": 1}')
     scrape = await rig.call("web_scrape", url=f"{rig.base}/json", selector="p")
     assert scrape.error is not None and "reads HTML pages" in scrape.error.message
+
+
+@pytest.mark.parametrize("allow_network", [True, False])
+async def test_the_catalog_shows_network_tools_only_where_the_policy_allows_the_network(
+    tmp_path: Path, server: LoopbackServer, ca: CertAuthority, allow_network: bool
+) -> None:
+    """A tool every call of which would be denied is not offered to the model (as for the
+    mode and `deny *`): with allow_network = false, fetch and web_scrape are not shown."""
+    rig = Rig(tmp_path, server, ca, allow_network=allow_network)
+    network = await rig.pipeline.network_allowed(str(tmp_path))
+    assert network is allow_network
+    shown = [name for name, _ in rig.pipeline.catalog("auto", network=network)]
+    assert ("fetch" in shown) is allow_network and ("web_scrape" in shown) is allow_network
+    assert "read" in shown
+    rig.pipeline.shell = None  # no policy to allow the network: not shown either
+    assert await rig.pipeline.network_allowed(str(tmp_path)) is False

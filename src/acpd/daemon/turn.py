@@ -106,10 +106,12 @@ async def run_turn(
     recent: list[str] = []
     rounds = 0
     while True:
-        # Built per request: the mode, the rules and the anomaly blocks may have changed.
+        # Built per request: the mode, the rules, the policy (a reload may have turned the
+        # network off) and the anomaly blocks may have changed.
+        network = await pipeline.network_allowed(env.cwd, env.session_id)
         tools = [
             ToolDefinition(name, s.description, s.input_schema())
-            for name, s in pipeline.catalog(env.mode, env.state)
+            for name, s in pipeline.catalog(env.mode, env.state, network=network)
         ]
         request = ModelRequest(system, list(session.history), tools, limits.max_tokens)
         if estimate_tokens(request) > CONTEXT_STOP_RATIO * budget:

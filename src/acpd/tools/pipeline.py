@@ -120,17 +120,25 @@ class ToolPipeline:
         self.checkpoints = checkpoints
         """Workspace checkpoints around calls that may change files, for undo (None: off)."""
 
-    def catalog(self, mode: str, state: SessionTools | None = None) -> list[tuple[str, ToolSpec]]:
+    def catalog(self, mode: str, state: SessionTools | None = None, *,
+                network: bool = True) -> list[tuple[str, ToolSpec]]:
         """(name, spec) of each tool the model may be shown now, in executor order: never a
         tool that would be denied whatever its input (not enabled, the mode, `deny *`, the
-        anomaly detector)."""
+        anomaly detector, a network tool where `network` is False: see `network_allowed`)."""
         extra = state.extra.tools() if state is not None and state.extra is not None else []
         return [
             (self.registry.name_of(spec), spec)
             for spec in [*self.registry, *extra]
             if self.policy.visible(spec, mode)
+            and (network or not spec.network)
             and (state is None or state.anomaly.is_blocked(spec.id) is None)
         ]
+
+    async def network_allowed(self, cwd: str, session_id: str = "") -> bool:
+        """Whether the shell policy for `cwd` lets network tools run now (no policy: no)."""
+        if self.shell is None:
+            return False
+        return await self.shell.judge_network(cwd=cwd, session_id=session_id) is None
 
     async def run(
         self, tool_call_id: str, name: str, arguments: dict[str, Any] | None, env: CallEnv,
