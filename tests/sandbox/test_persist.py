@@ -63,6 +63,30 @@ async def test_tmp_persists_across_a_workspace_s_commands_and_no_further(
     assert host.exit_code != 0 and "HOST-TMP" not in host.output
 
 
+async def test_programs_on_path_under_tmp_still_run_read_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A checkout under /tmp (CI's, a scratch clone) has its tools in `.venv/bin` or
+    `node_modules/.bin` on PATH: the private /tmp must not hide them (`ruff: command not
+    found`), and they stay read-only; the rest of the host's /tmp stays hidden."""
+    venv = tmp_path / "checkout" / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "lib").mkdir()
+    (venv / "lib" / "data").write_text("LIB-DATA\n")
+    tool = venv / "bin" / "mytool"
+    tool.write_text('#!/bin/sh\ncat "$(dirname "$0")/../lib/data"\n')
+    tool.chmod(0o755)
+    (tmp_path / "checkout" / "private.txt").write_text("NOT-ON-PATH")
+    monkeypatch.setenv("PATH", f"{venv / 'bin'}:{os.environ.get('PATH', '')}")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    result = await run(ws, f"mytool; touch {venv / 'lib' / 'x'} 2>/dev/null || echo READ-ONLY; "
+                           f"cat {tmp_path / 'checkout' / 'private.txt'}")
+    assert result.sandbox == "bwrap"
+    assert "LIB-DATA" in result.output and "READ-ONLY" in result.output, result.output
+    assert "NOT-ON-PATH" not in result.output and not (venv / "lib" / "x").exists()
+
+
 @pytest.fixture
 def home() -> Iterator[Path]:
     """A HOME outside /tmp (the sandbox's /tmp is its own)."""

@@ -15,6 +15,8 @@ What is enforced where:
   `pip install -e .`, `npm ci` or `cargo build` work, unless `deny_write` names them (or
   covers them) or `ACPD_SANDBOX_CACHES=off`. A cache can hold code that runs later outside
   the sandbox (a poisoned wheel, a crate's build script): docs/sandbox.md says so.
+- Programs on PATH under /tmp (a checkout's `.venv/bin`, `node_modules/.bin`) would vanish
+  behind the private /tmp: their directory (the `bin`'s parent) is bound back read-only.
 - Sockets: a path-named unix socket can be connected to through a read-only mount (a session
   bus, a container engine, an ssh agent can run code outside the sandbox), so `/run`, the
   user's XDG_RUNTIME_DIR and /tmp (private) are hidden. With `allow_network`, the resolver's
@@ -79,6 +81,7 @@ def build_confinement(
         if _under_any(path, (*real_roots, *write_paths)) and os.path.exists(path):
             found.read_only.append(os.path.realpath(path))
     socket_dirs, reexpose = _socket_dirs(real_roots, rules.allow_network)
+    tool_dirs = _tmp_tool_dirs(os.environ.get("PATH", ""), real_roots)
     if found.truncated:
         notes.append(f"the workspace walk stopped after {walk_limit} entries: files past it "
                      "that deny_read names are not masked")
@@ -100,6 +103,7 @@ def build_confinement(
             :MASK_LIMIT],
         mask_dirs=mask_dirs[:MASK_LIMIT],
         reexpose=reexpose,
+        tool_dirs=tool_dirs,
         network=rules.allow_network,
         complete=not found.truncated and masks <= MASK_LIMIT,
         notes=tuple(notes),
@@ -129,6 +133,24 @@ def _absolute_masks(patterns: tuple[str, ...], home: str, matcher: Matcher, foun
             notes.append(f"deny_read {raw!r} is too broad to mask (it would walk {prefix})")
             continue
         walk_pattern_prefix(prefix, matcher, found, limit)
+
+
+def _tmp_tool_dirs(path_var: str, roots: tuple[str, ...]) -> tuple[str, ...]:
+    """The PATH entries under /tmp that the private /tmp would hide, as the directory that
+    holds each one's programs and their libraries: a `bin` or `.bin` entry's parent (a
+    virtual environment, a node_modules), any other entry itself. Entries inside a workspace
+    root are there already (each root is bound). Read-only: nothing under them is written."""
+    out: list[str] = []
+    for entry in path_var.split(os.pathsep):
+        if not entry.startswith("/"):
+            continue
+        real = os.path.realpath(entry)
+        if not real.startswith("/tmp/") or not os.path.isdir(real) or _under_any(real, roots):
+            continue
+        base = os.path.dirname(real) if os.path.basename(real) in ("bin", ".bin") else real
+        if base != "/tmp":
+            out.append(base)
+    return _outermost(out)
 
 
 def _write_paths(patterns: tuple[str, ...], home: str, roots: tuple[str, ...],

@@ -112,6 +112,9 @@ def head_args(conf: Confinement) -> list[str]:
         argv += ["--bind", conf.tmp_dir, "/tmp"]
     elif conf.private_tmp:
         argv += ["--tmpfs", "/tmp"]
+    if conf.tmp_dir or conf.private_tmp:
+        for path in conf.tool_dirs:
+            argv += ["--ro-bind", path, path]
     for path in conf.write_paths:
         argv += ["--bind", path, path]
     for path in sorted(conf.roots, key=lambda p: p.count("/")):

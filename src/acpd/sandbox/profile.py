@@ -33,6 +33,9 @@ class Confinement:
     a git directory's missing hooks/info)."""
     reexpose: tuple[str, ...] = ()
     """Read-only paths bound back inside a masked directory (DNS config when network is on)."""
+    tool_dirs: tuple[str, ...] = ()
+    """Host directories under /tmp holding programs on PATH (a virtual environment, a
+    node_modules), bound back read-only over the private /tmp so those programs still run."""
     network: bool = False
     private_tmp: bool = True
     """/tmp is a fresh tmpfs for this command; TMPDIR points at it."""
@@ -63,7 +66,8 @@ class Confinement:
         return cls(**_checked(data))  # type: ignore[arg-type]  # each field checked there
 
 
-_PATHS = ("roots", "write_paths", "pinned", "read_only", "mask_files", "mask_dirs", "reexpose")
+_PATHS = ("roots", "write_paths", "pinned", "read_only", "mask_files", "mask_dirs", "reexpose",
+          "tool_dirs")
 _FLAGS = ("network", "private_tmp", "complete")
 
 
