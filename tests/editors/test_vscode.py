@@ -36,7 +36,8 @@ def built() -> Path:
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.fail("Node.js and npm are needed for the VS Code extension (scripts/test checks)")
     modules = EXT / "node_modules"
-    if not modules.is_dir() or (EXT / "package-lock.json").stat().st_mtime > modules.stat().st_mtime:
+    lock = EXT / "package-lock.json"
+    if not modules.is_dir() or lock.stat().st_mtime > modules.stat().st_mtime:
         done = _run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], 600)
         assert done.returncode == 0, done.stderr[-4000:]
     shutil.rmtree(EXT / "out", ignore_errors=True)
