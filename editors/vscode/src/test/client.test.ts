@@ -30,10 +30,23 @@ class DocumentFs implements FsPort {
 
 class RecordingRunner implements TerminalPort {
   started: string[] = [];
+  calls: string[] = [];
   private readonly runner = new ProcessRunner();
   start(...args: Parameters<TerminalPort["start"]>) {
     this.started.push(args[0].label);
-    return this.runner.start(...args);
+    const running = this.runner.start(...args);
+    return {
+      kill: () => { this.calls.push("kill"); running.kill(); },
+      release: () => { this.calls.push("release"); running.release(); },
+    };
+  }
+}
+
+async function until(what: () => boolean, ms = 30000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!what()) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((r) => setTimeout(r, 20));
   }
 }
 
@@ -102,4 +115,33 @@ test("a scripted session through the ports", async () => {
   assert.match(nodes[2]!.text, /vscode-bash\nhé\n7\n/);
   assert.match(detail(nodes[3]!), /^reason:\n.+/m);
   assert.equal(text.join(""), "Reading.done");
+});
+
+test("cancel kills the command in its terminal; the call ends failed and the terminal released", async () => {
+  const setup = tempSetup();
+  const terminals = new RecordingRunner();
+  const client = scriptedClient(
+    setup,
+    [{ text: "Waiting.", tool_calls: [{ name: "bash", arguments: { command: "echo started; sleep 60" } }] }],
+    { fs: new DocumentFs(new Map()), terminals, permissions: new RecordingPermissions([]) },
+  );
+  let outcome;
+  try {
+    await client.start();
+    await client.newSession();
+    const turn = client.prompt("wait");
+    await until(() => Object.values(client.tools.nodes).some((n) => n.status === "in_progress") && terminals.started.length === 1);
+    await client.cancel();
+    outcome = await turn;
+  } catch (err) {
+    throw new Error(`${err}\n--- acpd stderr ---\n${client.stderr}`);
+  } finally {
+    await client.dispose();
+  }
+  assert.equal(outcome.stopReason, "cancelled");
+  assert.ok(terminals.calls.includes("kill") || terminals.calls.includes("release"), JSON.stringify(terminals.calls));
+  assert.equal(terminals.calls.filter((c) => c === "release").length, 1);
+  const [node] = client.tools.order.map((id) => client.tools.nodes[id]!);
+  assert.equal(node!.status, "failed");
+  assert.notEqual(node!.endedAt, null);
 });
