@@ -38,6 +38,8 @@ export class AcpdClient {
   sessionId: string | null = null;
   session: Acp.NewSessionResponse | null = null;
   stderr = "";
+  /** Resolves with the daemon's exit code (or signal name) once it has exited. */
+  exited: Promise<number | string | null> = new Promise(() => {});
   private daemon: ChildProcess | null = null;
   private connection: Acp.ClientConnection | null = null;
   private sdk: AcpModule | null = null;
@@ -64,10 +66,19 @@ export class AcpdClient {
       stdio: ["pipe", "pipe", "pipe"],
     });
     this.daemon = daemon;
+    this.exited = new Promise((resolve) => {
+      daemon.once("exit", (code, signal) => {
+        // a dead daemon fails every pending request at once instead of leaving them hanging
+        this.connection?.close(new Error(`acpd exited (${signal ?? `code ${code}`})`));
+        resolve(signal ?? code);
+      });
+    });
     const spawned = new Promise<void>((resolve, reject) => {
       daemon.once("spawn", resolve);
       daemon.once("error", (err) => reject(new Error(`cannot start ${this.options.command}: ${err.message}`)));
     });
+    // writing to a daemon that just died is an EPIPE on stdin: the exit handler reports it
+    daemon.stdin!.on("error", () => undefined);
     daemon.stderr!.on("data", (chunk: Buffer) => {
       this.stderr = (this.stderr + chunk.toString("utf8")).slice(-64 * 1024);
     });

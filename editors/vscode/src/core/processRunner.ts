@@ -26,14 +26,26 @@ export class ProcessRunner implements TerminalPort {
       done = true;
       sink.exit({ exitCode: code, signal: signal ?? null });
     });
+    let released = false;
     const killGroup = () => {
-      if (done || child.pid === undefined) return;
+      if (child.pid === undefined) return;
       try {
         process.kill(-child.pid, "SIGKILL");
       } catch {
         // already gone
       }
     };
-    return { kill: killGroup, release: killGroup };
+    return {
+      kill: () => {
+        if (!done) killGroup();
+      },
+      // Release also ends what the command left running in its group (`sleep 99 &`): the
+      // group id cannot be reused while any of its members lives.
+      release: () => {
+        if (released) return;
+        released = true;
+        killGroup();
+      },
+    };
   }
 }

@@ -8,6 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import type { FsPort, TerminalPort } from "../core/ports";
+import { AcpdClient } from "../core/client";
 import { ProcessRunner } from "../core/processRunner";
 import { detail, durationMs } from "../core/toolStatus";
 import { RecordingPermissions, scriptedClient, tempSetup } from "../testing/daemon";
@@ -144,4 +145,21 @@ test("cancel kills the command in its terminal; the call ends failed and the ter
   const [node] = client.tools.order.map((id) => client.tools.nodes[id]!);
   assert.equal(node!.status, "failed");
   assert.notEqual(node!.endedAt, null);
+});
+
+test("a daemon that cannot start, or dies mid-turn, is an error and not a hang", async () => {
+  const setup = tempSetup();
+  const ports = { fs: new DocumentFs(new Map()), terminals: new RecordingRunner(), permissions: new RecordingPermissions([]) };
+  const missing = new AcpdClient({ command: join(setup.home, "no-such-acpd"), args: [], cwd: setup.workspace, ...ports });
+  await assert.rejects(missing.start(), /cannot start .*no-such-acpd/);
+
+  const client = scriptedClient(setup, [{ text: "slow", delay: 60 }], ports);
+  await client.start();
+  await client.newSession();
+  const turn = client.prompt("wait");
+  const pid = (client as unknown as { daemon: { pid: number } }).daemon.pid;
+  process.kill(pid, "SIGKILL");
+  await assert.rejects(turn);
+  assert.equal(await client.exited, "SIGKILL");
+  await client.dispose();
 });

@@ -73,6 +73,11 @@ export function activate(context: vscode.ExtensionContext): void {
       throw new Error(`acpd did not start: ${(err as Error).message}${why ? ` (${why})` : ""}`);
     }
     client = fresh;
+    void fresh.exited.then((how) => {
+      if (client !== fresh) return;
+      client = null;
+      chat.append("info", `acpd exited (${how}); the next prompt starts it again`);
+    });
     return fresh;
   }
 

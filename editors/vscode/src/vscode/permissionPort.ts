@@ -9,7 +9,16 @@ const ICONS: Record<string, string> = {
 };
 
 export class QuickPickPermissions implements PermissionPort {
-  async choose(ask: PermissionAsk): Promise<string | null> {
+  private queue: Promise<unknown> = Promise.resolve();
+
+  /** One prompt at a time: a second quick pick would dismiss the first (answering cancelled). */
+  choose(ask: PermissionAsk): Promise<string | null> {
+    const turn = this.queue.then(() => this.ask(ask));
+    this.queue = turn.catch(() => undefined);
+    return turn;
+  }
+
+  private async ask(ask: PermissionAsk): Promise<string | null> {
     const preview = await vscode.workspace.openTextDocument({ content: ask.detail, language: "diff" });
     await vscode.window.showTextDocument(preview, { preview: true, viewColumn: vscode.ViewColumn.Beside, preserveFocus: true });
     const summary = ask.detail.split("\n").slice(0, 3).join(" ⏎ ");
