@@ -41,9 +41,11 @@ export class TerminalBuffer {
     this.data = this.data.subarray(start);
   }
 
-  /** The kept output as text (a torn character at the very end, still arriving, is replaced). */
+  /** The kept output as text. While the command runs, a character whose last bytes have not
+   * arrived yet is left out (it would read as U+FFFD and break the byte limit). */
   get output(): string {
-    return this.data.toString("utf8");
+    const end = this.exitStatus === null ? completeLength(this.data) : this.data.length;
+    return this.data.subarray(0, end).toString("utf8");
   }
 
   get truncated(): boolean {
@@ -64,4 +66,15 @@ export class TerminalBuffer {
     if (this.exitStatus !== null) return Promise.resolve(this.exitStatus);
     return new Promise((resolve) => this.waiters.push(resolve));
   }
+}
+
+/** The length of `data` without a trailing UTF-8 sequence that is still incomplete. */
+function completeLength(data: Buffer): number {
+  for (let back = 1; back <= Math.min(4, data.length); back++) {
+    const byte = data[data.length - back]!;
+    if ((byte & 0xc0) === 0x80) continue; // a continuation byte: look further back
+    const need = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1;
+    return need > back ? data.length - back : data.length;
+  }
+  return data.length;
 }

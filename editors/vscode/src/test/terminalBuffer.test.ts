@@ -17,7 +17,11 @@ test("the limit keeps the tail, cut at a character boundary, for every cut point
     // fed whole and fed byte by byte (characters torn across chunks) give the same answer
     for (const chunks of [[bytes], [...bytes].map((x) => Buffer.from([x]))]) {
       const b = new TerminalBuffer(limit);
-      for (const chunk of chunks) b.append(chunk);
+      for (const chunk of chunks) {
+        b.append(chunk);
+        // mid-stream reads never show a torn character nor pass the limit
+        assert.ok(!b.output.includes("\uFFFD") && Buffer.byteLength(b.output) <= limit, `limit ${limit}`);
+      }
       const kept = Buffer.from(b.output);
       assert.ok(kept.length <= limit, `limit ${limit}: kept ${kept.length}`);
       assert.ok(limit - kept.length <= 3, `limit ${limit}: dropped a whole character too many`);
@@ -43,4 +47,19 @@ test("exit status wakes waiters once; release stops keeping output", async () =>
 test("a bad limit is refused", () => {
   assert.throws(() => new TerminalBuffer(-1), RangeError);
   assert.throws(() => new TerminalBuffer(1.5), RangeError);
+});
+
+test("while running, a character still arriving is left out; after exit everything shows", () => {
+  const euro = Buffer.from("€"); // 3 bytes
+  const b = new TerminalBuffer(null);
+  b.append(Buffer.from("a"));
+  for (const cut of [1, 2]) {
+    const partial = new TerminalBuffer(null);
+    partial.append(Buffer.concat([Buffer.from("a"), euro.subarray(0, cut)]));
+    assert.equal(partial.output, "a");
+    partial.finish({ exitCode: 0, signal: null });
+    assert.equal(partial.output, "a\uFFFD");
+  }
+  b.append(euro);
+  assert.equal(b.output, "a€");
 });
