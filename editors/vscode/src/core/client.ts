@@ -37,6 +37,8 @@ export class AcpdClient {
   tools: ToolState = emptyToolState;
   sessionId: string | null = null;
   session: Acp.NewSessionResponse | null = null;
+  /** The session's config options, kept current from replies and `config_option_update`. */
+  configOptions: Acp.SessionConfigOption[] = [];
   stderr = "";
   /** Resolves with the daemon's exit code (or signal name) once it has exited. */
   exited: Promise<number | string | null> = new Promise(() => {});
@@ -99,6 +101,7 @@ export class AcpdClient {
     const session = await this.agent.request("session/new", { cwd, mcpServers: [] });
     this.session = session;
     this.sessionId = session.sessionId;
+    this.configOptions = session.configOptions ?? [];
     return session;
   }
 
@@ -118,9 +121,11 @@ export class AcpdClient {
   }
 
   async setConfigOption(configId: string, value: string): Promise<Acp.SetSessionConfigOptionResponse> {
-    return this.agent.request("session/set_config_option", {
+    const changed = await this.agent.request("session/set_config_option", {
       sessionId: this.requireSession(), configId, value,
     });
+    this.configOptions = changed.configOptions;
+    return changed;
   }
 
   /** Ends the connection, every command still running, and the daemon. */
@@ -143,6 +148,9 @@ export class AcpdClient {
   // --- the client side of ACP (what the agent calls) -----------------------------------------
 
   sessionUpdate(params: Acp.SessionNotification): void {
+    if (params.update.sessionUpdate === "config_option_update") {
+      this.configOptions = params.update.configOptions;
+    }
     this.tools = reduceToolState(this.tools, params.update, this.clock());
     for (const listener of this.listeners) listener(params.update);
   }

@@ -163,3 +163,37 @@ test("a daemon that cannot start, or dies mid-turn, is an error and not a hang",
   assert.equal(await client.exited, "SIGKILL");
   await client.dispose();
 });
+
+test("modes and config options: read-only set through session/set_config_option refuses a write", async () => {
+  const setup = tempSetup();
+  const fs = new DocumentFs(new Map());
+  const permissions = new RecordingPermissions(["allow_once"]);
+  const client = scriptedClient(
+    setup,
+    [{ tool_calls: [{ name: "write", arguments: { path: "ro.txt", content: "no" } }] }, { text: "ok" }],
+    { fs, terminals: new RecordingRunner(), permissions },
+  );
+  try {
+    await client.start();
+    const session = await client.newSession();
+    const ids = (session.configOptions ?? []).map((o) => o.id);
+    assert.deepEqual(ids.slice(0, 2), ["mode", "model"]);
+    assert.ok(ids.includes("confirm_commands"), JSON.stringify(ids));
+    assert.deepEqual(session.modes?.availableModes.map((m) => m.id), ["read-only", "ask", "auto"]);
+    const changed = await client.setConfigOption("mode", "read-only");
+    const mode = changed.configOptions.find((o) => o.id === "mode");
+    assert.equal(mode?.currentValue, "read-only");
+    assert.equal(client.configOptions.find((o) => o.id === "mode")?.currentValue, "read-only");
+    await assert.rejects(client.setConfigOption("mode", "no-such-mode"));
+    assert.equal((await client.prompt("write")).stopReason, "end_turn");
+  } catch (err) {
+    throw new Error(`${err}\n--- acpd stderr ---\n${client.stderr}`);
+  } finally {
+    await client.dispose();
+  }
+  assert.deepEqual(fs.writes, []);
+  assert.equal(permissions.asks.length, 0);
+  const [node] = client.tools.order.map((id) => client.tools.nodes[id]!);
+  assert.equal(node!.status, "failed");
+  assert.match(detail(node!), /reason:\n.*read-only/is);
+});

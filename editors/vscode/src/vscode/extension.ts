@@ -26,6 +26,10 @@ export function activate(context: vscode.ExtensionContext): void {
       if (text) await prompt(text);
     }),
     vscode.commands.registerCommand("acpd.cancel", () => client?.cancel()),
+    vscode.commands.registerCommand("acpd.configure", async () => {
+      const running = await ensureStarted();
+      await pickConfigOption(running, (text) => chat.append("info", text));
+    }),
     vscode.commands.registerCommand("acpd.restart", async () => {
       await stop();
       await ensureStarted();
@@ -92,6 +96,24 @@ export function activate(context: vscode.ExtensionContext): void {
       void vscode.window.showErrorMessage((err as Error).message);
     }
   }
+}
+
+/** Mode, model and the session's switches, from the config options acpd sent (select type). */
+async function pickConfigOption(running: AcpdClient, say: (text: string) => void): Promise<void> {
+  const options = running.configOptions.filter((o) => o.type === "select");
+  const option = await vscode.window.showQuickPick(
+    options.map((o) => ({ label: o.name, description: String(o.currentValue), option: o })),
+    { title: "acpd: session settings" },
+  );
+  if (!option) return;
+  const choices = option.option.options.flatMap((c) => ("options" in c ? c.options : [c]));
+  const value = await vscode.window.showQuickPick(
+    choices.map((c) => ({ label: c.name, description: c.value === option.option.currentValue ? "current" : c.description ?? "", value: c.value })),
+    { title: option.option.name },
+  );
+  if (!value) return;
+  await running.setConfigOption(option.option.id, value.value);
+  say(`${option.option.name}: ${value.label}`);
 }
 
 async function stop(): Promise<void> {
