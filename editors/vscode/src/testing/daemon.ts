@@ -1,7 +1,7 @@
 // How the tests start the real acpd: `python -m acpd serve --model scripted:FILE` from the repo's
 // .venv (or $ACPD_TEST_PYTHON), in a temp home that cannot see the developer's own config.
 
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { AcpdClient } from "../core/client";
@@ -18,7 +18,7 @@ export interface Setup {
 export function tempSetup(): Setup {
   const home = mkdtempSync(join(tmpdir(), "acpd-vscode-"));
   const workspace = join(home, "ws");
-  require("node:fs").mkdirSync(workspace);
+  mkdirSync(workspace);
   return { home, workspace };
 }
 
