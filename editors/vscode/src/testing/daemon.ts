@@ -1,7 +1,7 @@
 // How the tests start the real acpd: `python -m acpd serve --model scripted:FILE` from the repo's
 // .venv (or $ACPD_TEST_PYTHON), in a temp home that cannot see the developer's own config.
 
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { AcpdClient } from "../core/client";
@@ -15,8 +15,14 @@ export interface Setup {
   workspace: string;
 }
 
+const made: string[] = [];
+process.on("exit", () => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
+
 export function tempSetup(): Setup {
   const home = mkdtempSync(join(tmpdir(), "acpd-vscode-"));
+  made.push(home);
   const workspace = join(home, "ws");
   mkdirSync(workspace);
   return { home, workspace };
