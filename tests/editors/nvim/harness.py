@@ -46,8 +46,10 @@ class Scenario:
                 "--model", f"scripted:{script}", "--config", str(self.config)]
 
     def run(self, lua: str, turns: list[dict[str, Any]], *, name: str = "run",
-            timeout: float = 60) -> dict[str, Any]:
-        script = write_script(self.tmp / f"{name}.json", turns)
+            timeout: float = 60, script_name: str | None = None) -> dict[str, Any]:
+        # A loaded session keeps the model it was made with (scripted:PATH), so a run that
+        # resumes one writes its turns to the same script path.
+        script = write_script(self.tmp / f"{script_name or name}.json", turns)
         result = self.tmp / f"{name}-result.json"
         result.unlink(missing_ok=True)
         spec = {

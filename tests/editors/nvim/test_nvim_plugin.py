@@ -41,7 +41,8 @@ end
 """
     turns = [
         {"tool_calls": [{"name": "read", "arguments": {"path": "notes.txt"}}]},
-        {"tool_calls": [{"name": "write", "arguments": {"path": "out.txt", "content": "new\nno-eol"}}]},
+        {"tool_calls": [{"name": "write",
+                         "arguments": {"path": "out.txt", "content": "new\nno-eol"}}]},
         {"tool_calls": [{"name": "bash", "arguments": {"command": "echo from-term; exit 3"}}]},
         {"text": "all done"},
     ]
@@ -66,3 +67,104 @@ end
     assert "✗" in bash["line"]
     assert out["pane_lines"][0] == read["line"]
     assert "all done" in out["chat"]
+
+
+ANSWER_PERMISSIONS = """
+T.out.asked = {}
+T.acpd.setup({ permission = function(options, o, choose)
+  local want = table.remove(T.answers, 1)
+  local kinds = {}
+  for _, opt in ipairs(options) do table.insert(kinds, opt.kind) end
+  table.insert(T.out.asked, { prompt = o.prompt, kinds = kinds, answered = want })
+  for _, opt in ipairs(options) do if opt.kind == want then return choose(opt) end end
+  choose(nil)
+end })
+"""
+
+
+def test_permission_requests_show_the_diff_and_are_answered(
+    scenario: Scenario, tmp_path: Path
+) -> None:
+    scenario.config.write_text('[agent]\ndefault_mode = "ask"\n')
+    ws = scenario.workspace
+    (ws / "a.txt").write_text("alpha\n")
+    lua = 'T.answers = { "allow_once", "reject_once" }\n' + ANSWER_PERMISSIONS + """
+T.out.reason = T.turn("go")
+"""
+    turns = [
+        {"tool_calls": [{"name": "write", "arguments": {"path": "a.txt", "content": "beta\n"}}]},
+        {"tool_calls": [{"name": "write", "arguments": {"path": "b.txt", "content": "nope\n"}}]},
+        {"text": "ok"},
+    ]
+    out = scenario.run(lua, turns)
+    assert out["reason"] == "end_turn"
+    first, second = out["asked"]
+    # the prompt shows the real diff (first content item), the options are ACP's kinds
+    assert "-alpha" in first["prompt"] and "+beta" in first["prompt"], first
+    assert {"allow_once", "reject_once"} <= set(first["kinds"])
+    assert "+nope" in second["prompt"]
+    assert (ws / "a.txt").read_text() == "beta\n"
+    assert not (ws / "b.txt").exists()
+    allowed, rejected = out["calls"]
+    assert allowed["status"] == "completed"
+    assert rejected["status"] == "failed" and "✗" in rejected["line"]
+
+
+@pytest.mark.slow
+def test_cancel_stops_a_long_command_in_the_terminal(scenario: Scenario) -> None:
+    lua = """
+local finished, reason = false, nil
+T.acpd.prompt("go", function(r) finished, reason = true, r end)
+vim.wait(20000, function()
+  local call = T.acpd.pane.running()
+  return call ~= nil and call.status == "in_progress" and #T.acpd.terminal.buffers > 0
+end, 20)
+T.out.status_while_running = T.acpd.status()
+T.acpd.cancel()
+vim.wait(20000, function() return finished end, 20)
+T.out.reason = reason
+T.out.status_after = T.acpd.status()
+local buf = T.acpd.terminal.buffers[1]
+T.out.job_running = vim.fn.jobwait({ vim.b[buf].terminal_job_id }, 0)[1] == -1
+"""
+    turns = [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo started; sleep 60"}}]},
+        {"text": "never"},
+    ]
+    out = scenario.run(lua, turns, timeout=90)
+    assert out["reason"] == "cancelled", out
+    assert "sleep 60" in out["status_while_running"]
+    assert out["status_after"] == ""
+    assert out["job_running"] is False
+    (call,) = out["calls"]
+    assert call["status"] in ("failed", "completed") and "running" not in call["line"]
+    assert "never" not in out["chat"]
+
+
+@pytest.mark.slow
+def test_session_resumes_after_restarting_neovim(scenario: Scenario) -> None:
+    ws = scenario.workspace
+    first = scenario.run(
+        'T.out.reason = T.turn("first")\nT.out.session = T.acpd.state.session_id\n',
+        [{"tool_calls": [{"name": "write", "arguments": {"path": "r.txt", "content": "r1"}}]},
+         {"text": "first answer"}], name="first", script_name="model")
+    assert first["reason"] == "end_turn" and (ws / "r.txt").read_bytes() == b"r1"
+    session = first["session"]
+    lua = f"""
+local sessions = T.acpd.list_sessions()
+T.out.listed = {{}}
+for _, s in ipairs(sessions or {{}}) do table.insert(T.out.listed, s.sessionId) end
+assert(T.acpd.load_session("{session}"))
+T.out.replayed = T.pane_calls()
+T.out.chat_after_load = T.acpd.chat.text()
+T.out.reason = T.turn("second")
+T.out.session = T.acpd.state.session_id
+"""
+    second = scenario.run(lua, [{"text": "second answer"}], name="second", script_name="model")
+    assert session in second["listed"]
+    (replayed,) = second["replayed"]
+    assert replayed["status"] == "completed" and "r.txt" in replayed["title"]
+    assert "first answer" in second["chat_after_load"]
+    assert "## You\nfirst" in second["chat_after_load"]
+    assert second["reason"] == "end_turn" and second["session"] == session
+    assert "second answer" in second["chat"]

@@ -29,7 +29,7 @@ local function switch(kind)
   M.last = kind
 end
 
-function M.user(text) switch("user"); append(text .. "\n") end
+function M.user(text) switch("user"); append(text) end
 function M.agent(text) switch("agent"); append(text) end
 function M.thought(text) switch("thought"); append(text) end
 function M.note(text) switch(nil); append("\n[" .. text .. "]\n") end

@@ -29,8 +29,7 @@ local function describe_permission(params)
   local first = (call.content or {})[1]
   if first and first.type == "diff" then
     table.insert(lines, "diff " .. tostring(first.path))
-    local ok, text = pcall(vim.diff, (first.oldText or ""), (first.newText or ""))
-    if ok and text then vim.list_extend(lines, vim.split(text, "\n", { plain = true })) end
+    vim.list_extend(lines, vim.split(pane.diff_text(first.oldText, first.newText), "\n", { plain = true }))
   elseif call.rawInput and call.rawInput.command then
     table.insert(lines, "$ " .. tostring(call.rawInput.command))
   end
@@ -77,6 +76,8 @@ local function on_update(params)
   local kind = u.sessionUpdate
   if kind == "agent_message_chunk" and u.content and u.content.text then
     chat.agent(u.content.text)
+  elseif kind == "user_message_chunk" and u.content and u.content.text then
+    chat.user(u.content.text) -- a loaded session replays the user's side too
   elseif kind == "agent_thought_chunk" and u.content and u.content.text then
     chat.thought(u.content.text)
   elseif kind == "tool_call" or kind == "tool_call_update" then

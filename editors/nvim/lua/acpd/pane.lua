@@ -48,6 +48,18 @@ function M.line(call)
   return string.format("%s %s  %s %s", icon, one_line(call.title), status_text(call), duration(call))
 end
 
+-- A unified diff of two texts; a missing final newline must not read as a changed line.
+function M.diff_text(old, new)
+  local function nl(text)
+    text = text or ""
+    if text ~= "" and text:sub(-1) ~= "\n" then text = text .. "\n" end
+    return text
+  end
+  local ok, text = pcall(vim.diff, nl(old), nl(new))
+  if ok and type(text) == "string" then return (text:gsub("\n$", "")) end
+  return "-" .. (old or "") .. "\n+" .. (new or "")
+end
+
 --- The lines shown under an expanded call: its diff, its output text, its failure reason.
 function M.details(call)
   local out = {}
@@ -59,10 +71,7 @@ function M.details(call)
   for _, item in ipairs(call.content or {}) do
     if item.type == "diff" then
       add("diff " .. tostring(item.path))
-      local old = vim.split(item.oldText or "", "\n", { plain = true })
-      local new = vim.split(item.newText or "", "\n", { plain = true })
-      local ok, text = pcall(vim.diff, table.concat(old, "\n") .. "\n", table.concat(new, "\n") .. "\n")
-      add(ok and text or ("-" .. table.concat(old, "\n-") .. "\n+" .. table.concat(new, "\n+")))
+      add(M.diff_text(item.oldText, item.newText))
     elseif item.type == "terminal" then
       add("terminal " .. tostring(item.terminalId) .. " (:AcpdTerminal to open)")
     elseif item.type == "content" and item.content and item.content.text then
