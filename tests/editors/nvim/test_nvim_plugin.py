@@ -168,3 +168,46 @@ T.out.session = T.acpd.state.session_id
     assert "## You\nfirst" in second["chat_after_load"]
     assert second["reason"] == "end_turn" and second["session"] == session
     assert "second answer" in second["chat"]
+
+
+def test_checkhealth_runs_a_real_handshake(scenario: Scenario) -> None:
+    lua = """
+vim.cmd("checkhealth acpd")
+T.out.health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\\n")
+"""
+    out = scenario.run(lua, [{"text": "unused"}])
+    assert "Neovim" in out["health"] and "initialize: protocol 1" in out["health"], out["health"]
+    assert "ERROR" not in out["health"]
+
+
+def test_reads_honour_line_and_limit_and_terminal_output_is_capped(scenario: Scenario) -> None:
+    ws = scenario.workspace
+    (ws / "lines.txt").write_text("1\n2\n3\n4\n5\n")
+    lua = f"""
+local fs = require("acpd.fs")
+vim.cmd("edit {ws}/lines.txt")
+vim.api.nvim_buf_set_lines(0, 0, 1, false, {{"one"}})
+T.out.slice = fs.read({{ path = "{ws}/lines.txt", line = 1, limit = 2 }}).content
+T.out.tail = fs.read({{ path = "{ws}/lines.txt", line = 4 }}).content
+local _, missing = fs.read({{ path = "{ws}/nope.txt" }})
+T.out.missing_code = missing.code
+local term = require("acpd.terminal")
+local t = term.create({{ command = "printf", args = {{ "abcdé" }}, outputByteLimit = 3 }})
+local done = nil
+term.wait_for_exit({{ terminalId = t.terminalId }}, function(r) done = r end)
+vim.wait(10000, function() return done ~= nil end, 10)
+vim.wait(200)
+T.out.capped = term.output({{ terminalId = t.terminalId }})
+T.out.exit = done
+term.release({{ terminalId = t.terminalId }})
+local _, gone = term.output({{ terminalId = t.terminalId }})
+T.out.released_code = gone.code
+"""
+    out = scenario.run(lua, [{"text": "unused"}])
+    assert out["slice"] == "one\n2\n"
+    assert out["tail"] == "4\n5\n"
+    assert out["missing_code"] == -32002
+    # "é" is two bytes: a 3-byte cap keeps "dé", never half a character
+    assert out["capped"]["output"] == "dé" and out["capped"]["truncated"] is True, out["capped"]
+    assert out["exit"]["exitCode"] == 0
+    assert out["released_code"] == -32002
