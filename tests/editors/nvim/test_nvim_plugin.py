@@ -211,3 +211,30 @@ T.out.released_code = gone.code
     assert out["capped"]["output"] == "dé" and out["capped"]["truncated"] is True, out["capped"]
     assert out["exit"]["exitCode"] == 0
     assert out["released_code"] == -32002
+
+
+def test_mode_picker_switches_the_session_mode(scenario: Scenario) -> None:
+    ws = scenario.workspace
+    lua = """
+T.acpd.new_session()
+T.out.shown = {}
+vim.ui.select = function(items, o, choose)
+  for _, it in ipairs(items) do
+    table.insert(T.out.shown, o.format_item(it))
+    if it.value == "read-only" then choose(it) end
+  end
+end
+T.acpd.pick("mode")
+for _, opt in ipairs(T.acpd.state.config) do
+  if opt.id == "mode" then T.out.mode = opt.currentValue end
+end
+T.out.reason = T.turn("go")
+"""
+    out = scenario.run(lua, [
+        {"tool_calls": [{"name": "write", "arguments": {"path": "w.txt", "content": "x"}}]},
+        {"text": "ok"},
+    ])
+    assert out["shown"] == ["Read-only", "Ask", "Auto"]
+    assert out["mode"] == "read-only"
+    (call,) = out["calls"]
+    assert call["status"] == "failed" and not (ws / "w.txt").exists()
