@@ -4,7 +4,13 @@ local spec = vim.json.decode(io.open(os.getenv("ACPD_NVIM_SPEC")):read("*a"))
 vim.opt.runtimepath:prepend(spec.plugin)
 vim.cmd("runtime plugin/acpd.lua")
 local acpd = require("acpd").setup({ cmd = spec.cmd, cwd = spec.workspace, env = spec.env })
-T = { spec = spec, acpd = acpd, out = {} }
+T = { spec = spec, acpd = acpd, out = { unexpected_permissions = {} } }
+-- Headless Neovim's default vim.ui.select reads stdin; a test that does not expect a
+-- permission prompt gets it recorded and rejected instead.
+acpd.setup({ permission = function(_, o, choose)
+  table.insert(T.out.unexpected_permissions, o.prompt)
+  choose(nil)
+end })
 
 function T.turn(text, timeout_ms)
   local finished, reason = false, nil

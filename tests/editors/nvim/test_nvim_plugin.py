@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.editors.nvim.capture_pane import CAPTURE, capture
 from tests.editors.nvim.harness import Scenario
 
 
@@ -238,3 +239,24 @@ T.out.reason = T.turn("go")
     assert out["mode"] == "read-only"
     (call,) = out["calls"]
     assert call["status"] == "failed" and not (ws / "w.txt").exists()
+
+
+@pytest.mark.slow
+def test_pane_capture_is_real(tmp_path: Path) -> None:
+    """The committed capture's session, re-run: Enter (a real <CR> keypress in the pane
+    window) expands each line; the committed file has the same pane lines."""
+    text, out = capture(tmp_path)
+    assert out["reason"] == "end_turn" and out["unexpected_permissions"] == []
+    closed = [line.rsplit("  ", 1)[0] for line in out["closed"]]  # type: ignore[union-attr]
+    assert closed == ["▤ Read app.py", "✎ Write app.py",
+                      f"$ grep -n return app.py (in {tmp_path}/project)",
+                      f"$ test -f missing.cfg (in {tmp_path}/project)"]
+    statuses = [line.rsplit("  ", 1)[1].split()[0] for line in out["closed"]]  # type: ignore[union-attr]
+    assert statuses == ["✓", "✓", "✓", "✗"]
+    expanded = "\n".join(out["expanded"])  # type: ignore[arg-type]
+    assert "return 'hi'  # unsaved" in expanded and "+def greet() -> str:" in expanded
+    assert "[exit code: 1]" in expanded
+    committed = CAPTURE.read_text()
+    for line in text.splitlines():
+        if "✓" not in line and "✗" not in line and "Undo:" not in line:
+            assert line in committed.splitlines(), line

@@ -24,7 +24,11 @@ local function switch(kind)
   if M.last == kind then return end
   if M.last == "thought" then append("\n}}}\n") end
   if kind == "thought" then append("\n▸ thinking {{{\n") end
-  if kind == "user" then append("\n\n## You\n") end
+  if kind == "user" then
+    local buf = M.buffer()
+    local empty = vim.api.nvim_buf_line_count(buf) == 1 and vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == ""
+    append(empty and "## You\n" or "\n\n## You\n")
+  end
   if kind == "agent" and M.last ~= nil then append("\n") end
   M.last = kind
 end
