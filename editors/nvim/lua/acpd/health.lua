@@ -16,7 +16,7 @@ function M.check()
     h.ok("daemon command: " .. table.concat(cmd, " "))
   else
     h.error("`" .. cmd[1] .. "` is not executable", {
-      "pip install acpd (or pipx install acpd)",
+      "pip install . (from an acpd clone) puts `acpd` on PATH",
       "or require('acpd').setup({ cmd = { '/path/to/acpd', 'serve' } })",
     })
     return
