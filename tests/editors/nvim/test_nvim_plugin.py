@@ -121,6 +121,10 @@ vim.wait(20000, function()
   return call ~= nil and call.status == "in_progress" and #T.acpd.terminal.buffers > 0
 end, 20)
 T.out.status_while_running = T.acpd.status()
+vim.wait(10000, function()
+  return (vim.api.nvim_buf_get_lines(T.acpd.pane.buffer(), 0, 1, false)[1] or ""):find("│ started") ~= nil
+end, 20)
+T.out.line_while_running = vim.api.nvim_buf_get_lines(T.acpd.pane.buffer(), 0, 1, false)[1]
 T.acpd.cancel()
 vim.wait(20000, function() return finished end, 20)
 T.out.reason = reason
@@ -135,6 +139,9 @@ T.out.job_running = vim.fn.jobwait({ vim.b[buf].terminal_job_id }, 0)[1] == -1
     out = scenario.run(lua, turns, timeout=90)
     assert out["reason"] == "cancelled", out
     assert "sleep 60" in out["status_while_running"]
+    # the running line shows the newest output line of its Neovim terminal
+    assert "running" in out["line_while_running"], out["line_while_running"]
+    assert out["line_while_running"].endswith("│ started"), out["line_while_running"]
     assert out["status_after"] == ""
     assert out["job_running"] is False
     (call,) = out["calls"]

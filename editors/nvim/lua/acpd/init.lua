@@ -11,6 +11,9 @@ local terminal = require("acpd.terminal")
 local pane = require("acpd.pane")
 local chat = require("acpd.chat")
 
+pane.tail_of = terminal.tail
+terminal.on_output = function() pane.render_soon() end
+
 local M = {
   opts = { cmd = { "acpd", "serve" }, cwd = nil, env = nil, permission = nil },
   pane = pane, chat = chat, terminal = terminal,

@@ -45,7 +45,15 @@ end
 
 function M.line(call)
   local icon = ICONS[call.kind or "other"] or ICONS.other
-  return string.format("%s %s  %s %s", icon, one_line(call.title), status_text(call), duration(call))
+  local line = string.format("%s %s  %s %s", icon, one_line(call.title), status_text(call), duration(call))
+  if call.status == "in_progress" and M.tail_of then
+    -- a running command shows its newest output line, read from its Neovim terminal
+    for _, item in ipairs(call.content or {}) do
+      local tail = item.type == "terminal" and M.tail_of(item.terminalId)
+      if tail then line = line .. "  │ " .. tail end
+    end
+  end
+  return line
 end
 
 -- A unified diff of two texts; a missing final newline must not read as a changed line.
@@ -98,6 +106,16 @@ function M.render()
   vim.bo[buf].modifiable = true
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
+end
+
+-- Coalesce redraws: output can arrive many times per event-loop turn.
+function M.render_soon()
+  if M.render_pending then return end
+  M.render_pending = true
+  vim.schedule(function()
+    M.render_pending = false
+    M.render()
+  end)
 end
 
 function M.toggle(row)

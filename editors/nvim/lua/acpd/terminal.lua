@@ -42,6 +42,7 @@ function M.create(params)
         local chunk = table.concat(data, "\n")
         local out, cut = truncate(t.output .. chunk, t.limit)
         t.output, t.truncated = out, t.truncated or cut
+        if M.on_output then M.on_output(t) end
       end,
       on_exit = function(_, code)
         -- 128+N is how the job layer reports death by signal N
@@ -94,6 +95,19 @@ function M.release(params)
   if t.exit_code == nil then t.killed = true; vim.fn.jobstop(t.job) end
   M.terminals[params.terminalId] = nil
   return vim.NIL
+end
+
+-- The last non-empty output line of a terminal, without escapes or CRs (for the pane).
+function M.tail(id)
+  local t = M.terminals[id]
+  if not t then return nil end
+  local text = t.output:sub(-2048):gsub("\27%[[%d;?]*[%a@]", ""):gsub("\27%][^\7]*\7", ""):gsub("\r", "\n")
+  local last
+  for line in text:gmatch("[^\n]+") do
+    if line:match("%S") then last = line end
+  end
+  if last and vim.fn.strchars(last) > 80 then last = vim.fn.strcharpart(last, 0, 80) .. "…" end
+  return last
 end
 
 --- Open the terminal buffer of `id` (or the newest) in a split.
