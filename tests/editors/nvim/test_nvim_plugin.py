@@ -122,7 +122,8 @@ vim.wait(20000, function()
 end, 20)
 T.out.status_while_running = T.acpd.status()
 vim.wait(10000, function()
-  return (vim.api.nvim_buf_get_lines(T.acpd.pane.buffer(), 0, 1, false)[1] or ""):find("│ started") ~= nil
+  local first = vim.api.nvim_buf_get_lines(T.acpd.pane.buffer(), 0, 1, false)[1] or ""
+  return first:find("│ started") ~= nil
 end, 20)
 T.out.line_while_running = vim.api.nvim_buf_get_lines(T.acpd.pane.buffer(), 0, 1, false)[1]
 T.acpd.cancel()
