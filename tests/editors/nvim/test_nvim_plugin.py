@@ -89,24 +89,33 @@ def test_permission_requests_show_the_diff_and_are_answered(
     scenario.config.write_text('[agent]\ndefault_mode = "ask"\n')
     ws = scenario.workspace
     (ws / "a.txt").write_text("alpha\n")
-    lua = 'T.answers = { "allow_once", "reject_once" }\n' + ANSWER_PERMISSIONS + """
+    lua = 'T.answers = { "allow_once", "allow_once", "reject_once" }\n' + ANSWER_PERMISSIONS + """
+T.acpd.new_session()
+-- the session's "Confirm every command" option, switched on through the plugin
+local _, err = T.acpd.set_config_option("confirm_commands", "on")
+assert(not err, vim.inspect(err))
 T.out.reason = T.turn("go")
 """
     turns = [
         {"tool_calls": [{"name": "write", "arguments": {"path": "a.txt", "content": "beta\n"}}]},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo ran > c.txt"}}]},
         {"tool_calls": [{"name": "write", "arguments": {"path": "b.txt", "content": "nope\n"}}]},
         {"text": "ok"},
     ]
     out = scenario.run(lua, turns)
     assert out["reason"] == "end_turn"
-    first, second = out["asked"]
+    first, third, second = out["asked"]
+    # a command's prompt shows the real command
+    assert "$ echo ran > c.txt" in third["prompt"], third
+    assert (ws / "c.txt").read_text() == "ran\n"
     # the prompt shows the real diff (first content item), the options are ACP's kinds
     assert "-alpha" in first["prompt"] and "+beta" in first["prompt"], first
     assert {"allow_once", "reject_once"} <= set(first["kinds"])
     assert "+nope" in second["prompt"]
     assert (ws / "a.txt").read_text() == "beta\n"
     assert not (ws / "b.txt").exists()
-    allowed, rejected = out["calls"]
+    allowed, ran, rejected = out["calls"]
+    assert ran["status"] == "completed" and ran["kind"] == "execute"
     assert allowed["status"] == "completed"
     assert rejected["status"] == "failed" and "✗" in rejected["line"]
 

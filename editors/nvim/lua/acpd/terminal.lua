@@ -6,6 +6,9 @@
 -- release kills and forgets the id, the buffer stays for the user to read.
 local M = { terminals = {}, buffers = {}, next_id = 1 }
 
+local SIGNALS = { [1] = "SIGHUP", [2] = "SIGINT", [3] = "SIGQUIT", [6] = "SIGABRT",
+  [9] = "SIGKILL", [13] = "SIGPIPE", [15] = "SIGTERM" }
+
 local function truncate(output, limit)
   if not limit or #output <= limit then return output, false end
   local start = #output - limit + 1
@@ -46,7 +49,9 @@ function M.create(params)
       end,
       on_exit = function(_, code)
         -- 128+N is how the job layer reports death by signal N
-        if code > 128 and t.killed then t.signal = "SIGKILL" end
+        if code > 128 and code < 160 then
+          t.signal = SIGNALS[code - 128] or ("SIG" .. tostring(code - 128))
+        end
         t.exit_code = code
         for _, respond in ipairs(t.waiters) do respond(exit_status(t)) end
         t.waiters = {}
