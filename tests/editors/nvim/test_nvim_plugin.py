@@ -3,6 +3,8 @@ the tool status pane, permissions, cancel, resume after restarting Neovim."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -277,3 +279,25 @@ def test_pane_capture_is_real(tmp_path: Path) -> None:
     for line in text.splitlines():
         if "✓" not in line and "✗" not in line and "Undo:" not in line:
             assert line in committed.splitlines(), line
+
+
+def test_a_misbehaving_agent_gets_errors_not_a_crash(scenario: Scenario) -> None:
+    answers = scenario.tmp / "answers.jsonl"
+    agent = Path(__file__).with_name("rude_agent.py")
+    lua = f"""
+T.acpd.setup({{ cmd = {{ "{sys.executable}", "{agent}", "{answers}" }} }})
+T.out.init = T.acpd.start()
+vim.wait(5000, function()
+  local f = io.open("{answers}")
+  local n = f and #vim.split(f:read("*a"), "\\n", {{ trimempty = true }}) or 0
+  if f then f:close() end
+  return n >= 3
+end, 20)
+T.out.alive = true
+"""
+    out = scenario.run(lua, [{"text": "unused"}])
+    assert out["alive"] is True and out["init"]["protocolVersion"] == 1
+    got = {a["id"]: a for a in map(json.loads, answers.read_text().splitlines())}
+    assert got["u1"]["error"]["code"] == -32601
+    assert got["r1"]["error"]["code"] == -32002
+    assert got["t1"]["error"]["code"] == -32002  # a line split across reads still parses
