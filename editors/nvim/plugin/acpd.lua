@@ -35,3 +35,7 @@ vim.keymap.set("n", "<Plug>(acpd-cancel)", function() acpd().cancel() end, { des
 if not vim.g.acpd_no_default_keys then
   vim.keymap.set("n", "<leader>ac", "<Plug>(acpd-cancel)", { desc = "acpd: cancel the turn" })
 end
+command("AcpdResume", function(a)
+  local ok, err = acpd().resume_session(a.args)
+  if not ok then vim.notify("acpd: " .. tostring(err and err.message), vim.log.levels.ERROR) end
+end, { nargs = 1, desc = "Resume an acpd session by id (no history replay)" })

@@ -189,6 +189,17 @@ T.out.session = T.acpd.state.session_id
     assert second["reason"] == "end_turn" and second["session"] == session
     assert "second answer" in second["chat"]
 
+    # and once more with session/resume: no replay, the conversation goes on
+    lua = f"""
+assert(T.acpd.resume_session("{session}"))
+T.out.replayed = T.pane_calls()
+T.out.reason = T.turn("third")
+T.out.session = T.acpd.state.session_id
+"""
+    third = scenario.run(lua, [{"text": "third answer"}], name="third", script_name="model")
+    assert third["replayed"] == [] and third["session"] == session
+    assert third["reason"] == "end_turn" and "third answer" in third["chat"]
+
 
 def test_checkhealth_runs_a_real_handshake(scenario: Scenario) -> None:
     lua = """

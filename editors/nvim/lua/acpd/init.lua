@@ -143,6 +143,21 @@ function M.load_session(id)
   return id
 end
 
+--- Resume a stored session without replaying its history (session/resume; falls back to
+--- session/load when the agent does not offer resume).
+function M.resume_session(id)
+  local init, err = M.start()
+  if err then return nil, err end
+  local caps = (init.agentCapabilities or {}).sessionCapabilities or {}
+  if caps.resume == nil then return M.load_session(id) end
+  pane.reset()
+  local result, err2 = M.client:request_sync("session/resume",
+    { sessionId = id, cwd = M.opts.cwd or vim.fn.getcwd(), mcpServers = {} }, 30000)
+  if err2 then return nil, err2 end
+  remember_session(result, id)
+  return id
+end
+
 function M.list_sessions()
   local _, err = M.start()
   if err then return nil, err end
