@@ -39,3 +39,5 @@ command("AcpdResume", function(a)
   local ok, err = acpd().resume_session(a.args)
   if not ok then vim.notify("acpd: " .. tostring(err and err.message), vim.log.levels.ERROR) end
 end, { nargs = 1, desc = "Resume an acpd session by id (no history replay)" })
+command("AcpdInput", function() require("acpd.input").open() end,
+  { desc = "Open the acpd prompt buffer (<CR> or <C-s> sends)" })

@@ -312,3 +312,17 @@ T.out.alive = true
     assert got["u1"]["error"]["code"] == -32601
     assert got["r1"]["error"]["code"] == -32002
     assert got["t1"]["error"]["code"] == -32002  # a line split across reads still parses
+
+
+def test_prompt_buffer_sends_on_enter(scenario: Scenario) -> None:
+    lua = """
+vim.cmd("AcpdInput")
+vim.api.nvim_buf_set_lines(0, 0, -1, false, { "first line", "second line" })
+vim.cmd("normal \\r")
+vim.wait(20000, function() return T.acpd.state.stop_reason ~= nil end, 20)
+T.out.reason = T.acpd.state.stop_reason
+T.out.left = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+"""
+    out = scenario.run(lua, [{"text": "got it"}])
+    assert out["reason"] == "end_turn" and out["left"] == [""]
+    assert "first line\nsecond line" in out["chat"] and "got it" in out["chat"]
