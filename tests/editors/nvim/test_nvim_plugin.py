@@ -214,12 +214,14 @@ T.out.health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\\n")
 def test_reads_honour_line_and_limit_and_terminal_output_is_capped(scenario: Scenario) -> None:
     ws = scenario.workspace
     (ws / "lines.txt").write_text("1\n2\n3\n4\n5\n")
+    (ws / "link.txt").symlink_to(ws / "lines.txt")
     lua = f"""
 local fs = require("acpd.fs")
 vim.cmd("edit {ws}/lines.txt")
 vim.api.nvim_buf_set_lines(0, 0, 1, false, {{"one"}})
 T.out.slice = fs.read({{ path = "{ws}/lines.txt", line = 1, limit = 2 }}).content
 T.out.tail = fs.read({{ path = "{ws}/lines.txt", line = 4 }}).content
+T.out.via_link = fs.read({{ path = "{ws}/link.txt", limit = 1 }}).content
 local _, missing = fs.read({{ path = "{ws}/nope.txt" }})
 T.out.missing_code = missing.code
 local term = require("acpd.terminal")
@@ -237,6 +239,7 @@ T.out.released_code = gone.code
     out = scenario.run(lua, [{"text": "unused"}])
     assert out["slice"] == "one\n2\n"
     assert out["tail"] == "4\n5\n"
+    assert out["via_link"] == "one\n"  # the buffer of the link's target, unsaved text
     assert out["missing_code"] == -32002
     # "é" is two bytes: a 3-byte cap keeps "dé", never half a character
     assert out["capped"]["output"] == "dé" and out["capped"]["truncated"] is True, out["capped"]

@@ -6,8 +6,10 @@
 -- which is then left unmodified. A missing file is a -32002 error, never a crash.
 local M = {}
 
+-- Symlinks resolved, so a buffer opened through a link answers for its target too.
 local function normalize(path)
-  return vim.fs.normalize(vim.fn.fnamemodify(path, ":p"))
+  local full = vim.fn.fnamemodify(path, ":p")
+  return vim.fs.normalize(vim.uv.fs_realpath(full) or full)
 end
 
 function M.loaded_buffer(path)

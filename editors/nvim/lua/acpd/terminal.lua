@@ -37,8 +37,11 @@ function M.create(params)
   vim.list_extend(argv, params.args or {})
   t.buf = vim.api.nvim_create_buf(false, true)
   local ok, job = pcall(vim.api.nvim_buf_call, t.buf, function()
-    return vim.fn.jobstart(argv, {
-      term = true,
+    -- Neovim 0.11 spells it jobstart{term=true}; 0.10 has only termopen()
+    local start = vim.fn.has("nvim-0.11") == 1
+        and function(a, o) return vim.fn.jobstart(a, vim.tbl_extend("force", o, { term = true })) end
+      or vim.fn.termopen
+    return start(argv, {
       cwd = params.cwd,
       env = next(env) and env or nil,
       on_stdout = function(_, data)
