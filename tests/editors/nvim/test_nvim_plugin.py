@@ -329,3 +329,33 @@ T.out.left = vim.api.nvim_buf_get_lines(0, 0, -1, false)
     out = scenario.run(lua, [{"text": "got it"}])
     assert out["reason"] == "end_turn" and out["left"] == [""]
     assert "first line\nsecond line" in out["chat"] and "got it" in out["chat"]
+
+
+@pytest.mark.slow
+def test_daemon_death_mid_turn_ends_the_turn_and_the_next_prompt_starts_afresh(
+    scenario: Scenario,
+) -> None:
+    lua = """
+local finished, err = false, nil
+T.acpd.prompt("go", function(_, e) finished, err = true, e end)
+vim.wait(20000, function()
+  local c = T.acpd.pane.running()
+  return c and c.status == "in_progress"
+end, 20)
+local first = T.acpd.state.session_id
+T.acpd.client.proc:kill(9)
+vim.wait(10000, function() return finished end, 20)
+T.out.error = err and err.message
+T.out.busy_after = T.acpd.state.busy
+T.out.reason = T.turn("again")
+T.out.new_session = T.acpd.state.session_id ~= first
+"""
+    out = scenario.run(lua, [
+        # the restarted daemon replays the script from its start: a short sleep, so the
+        # second prompt runs it to the end
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 3"}}]},
+        {"text": "after restart"},
+    ])
+    assert "acpd exited" in out["error"] and out["busy_after"] is False
+    assert out["reason"] == "end_turn" and out["new_session"] is True
+    assert "[acpd exited (code" in out["chat"] and "after restart" in out["chat"]

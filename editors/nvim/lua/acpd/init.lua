@@ -103,7 +103,13 @@ function M.start()
   M.client = rpc.start(M.opts.cmd, {
     cwd = M.opts.cwd, env = M.opts.env,
     on_request = on_request, on_notification = on_notification,
-    on_exit = function() M.state.busy = false end,
+    on_exit = function(result)
+      -- the daemon is gone, so is the session it held: the next prompt starts a new
+      -- daemon and session (:AcpdSessions can load the old one back)
+      M.state.busy, M.state.session_id = false, nil
+      if not M.stopping then chat.note("acpd exited (code " .. tostring(result.code) .. ")") end
+      M.stopping = false
+    end,
   })
   local result, err = M.client:request_sync("initialize", {
     protocolVersion = 1,
@@ -228,7 +234,7 @@ end
 function M.status() return pane.status() end
 
 function M.stop()
-  if M.client then M.client:stop() end
+  if M.client then M.stopping = true; M.client:stop() end
   M.client, M.init_result = nil, nil
   M.state.session_id = nil
 end
