@@ -36,6 +36,8 @@ local out = vim.fn.bufnr("{ws}/out.txt")
 T.out.out_buffer = vim.api.nvim_buf_get_lines(out, 0, -1, false)
 T.out.out_modified = vim.bo[out].modified
 T.out.notes_modified = vim.bo[vim.fn.bufnr("{ws}/notes.txt")].modified
+vim.api.nvim_buf_call(out, function() vim.cmd("undo") end)
+T.out.out_after_undo = vim.api.nvim_buf_get_lines(out, 0, -1, false)
 T.out.terminal_buffers = {{}}
 for _, b in ipairs(T.acpd.terminal.buffers) do
   table.insert(T.out.terminal_buffers, {{ name = vim.api.nvim_buf_get_name(b),
@@ -60,6 +62,7 @@ end
     # the write is byte-exact on disk and in the loaded buffer, which is left unmodified
     assert (ws / "out.txt").read_bytes() == b"new\nno-eol"
     assert out["out_buffer"] == ["new", "no-eol"] and out["out_modified"] is False
+    assert out["out_after_undo"] == ["old"]  # the agent's write is one undo step
     assert write["status"] == "completed" and write["kind"] == "edit"
     # bash ran in a Neovim terminal buffer, and its failure shows
     assert bash["kind"] == "execute"
