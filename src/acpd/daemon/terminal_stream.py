@@ -194,6 +194,8 @@ class LiveTerminal:
         self._failed = False
         self._tail = ""
         """Plain mode: the text shown so far (its last SNAPSHOT_CHARS)."""
+        self._shown = ""
+        """Plain mode: the live view last sent (an unchanged view is not sent again)."""
         self.on_text: Callable[[str], Awaitable[None]] | None = None
         """Plain mode: where the card's live text goes (the runner's on_output)."""
 
@@ -301,7 +303,8 @@ class LiveTerminal:
         if self.mode == "v2":
             await self.streams.send(v2_snapshot(self.terminal_id, to_bytes(text), True))
         elif self.on_text is not None:
-            await self.on_text(live_view(to_text(text)))
+            self._shown = live_view(to_text(text))
+            await self.on_text(self._shown)
 
     async def _capped_end(self) -> None:
         if self.mode != "meta":
@@ -320,8 +323,12 @@ class LiveTerminal:
             await self.streams.send(meta_output(self.call_id, self.terminal_id, to_text(text)))
         else:
             self._tail = (self._tail + to_text(text))[-SNAPSHOT_CHARS:]
-            if self.on_text is not None:
-                await self.on_text(live_view(self._tail))
+            view = live_view(self._tail)
+            # Output that repeats itself (`yes`, a progress line redrawn) can leave the
+            # visible window as it was: nothing new to show, nothing sent.
+            if self.on_text is not None and view != self._shown:
+                self._shown = view
+                await self.on_text(view)
 
     async def _resync(self) -> None:
         """The client fell behind and bytes were dropped: start again from the runner's
