@@ -50,6 +50,7 @@ from acpd.daemon.terminal_wire import (
     v2_snapshot,
     v2_started,
 )
+from acpd.daemon.updates import redact_text
 from acpd.tools.output import OutputStage, live_view
 from acpd.tools.secrets import hold_point
 from acpd.tools.spec import ToolCallView
@@ -122,7 +123,10 @@ class TerminalStreams:
             terminal_id = f"term_{call_id}" + (f"_{runs}" if runs > 1 else "")
         else:
             terminal_id = call_id
-        return LiveTerminal(self, mode, call_id, terminal_id, command, cwd, output, limit)
+        # The command is shown (v2's terminal_update) and stored (the replay snapshot): a
+        # credential in it is replaced as in every card (daemon/updates.py).
+        return LiveTerminal(self, mode, call_id, terminal_id, redact_text(command), cwd, output,
+                            limit)
 
     def redact(self, text: str) -> str:
         return self._stage().redact(text)[0]
