@@ -42,7 +42,7 @@ NOT_RUN = "[tool_error]\ncategory: Cancelled\nmessage: not run (max_tool_calls_p
 
 
 class NoModel(Exception):
-    """No model is configured (`--model` or `[agent] model`)."""
+    """No usable model (`--model` or `[agent] model`): none set, or it cannot be built."""
 
 
 def provider_for(ls: AcpdLanguageServer) -> Provider:
@@ -55,7 +55,10 @@ def provider_for(ls: AcpdLanguageServer) -> Provider:
     spec = ls.face.config.agent.model
     if not spec:
         raise NoModel("no model: start `acpd lsp --model KIND:NAME` or set [agent] model")
-    found = make_provider(spec, ls.face.config)
+    try:
+        found = make_provider(spec, ls.face.config)
+    except Exception as exc:  # a bad spec, a script that does not load, a missing key
+        raise NoModel(f"the model {spec!r} cannot be used: {exc}") from None
     ls.provider = found
     return found
 
