@@ -126,3 +126,11 @@ async def test_an_unknown_command_is_an_error_not_a_crash(tmp_path: Path) -> Non
         with pytest.raises(JsonRpcInvalidParams):
             await s.execute("acpd.nothing", [{}])
         assert await s.run_tool("read", {"path": "notes.txt"}) == "hello from the workspace\n"
+
+
+async def test_an_empty_array_is_no_arguments(tmp_path: Path) -> None:
+    """Neovim's vim.json encodes an empty Lua table as []: the tool's schema judges it."""
+    async with lsp_session(tmp_path) as s:
+        with pytest.raises(JsonRpcInvalidParams) as caught:
+            await s.run_tool("read", [])  # type: ignore[arg-type]
+        assert "path" in str(caught.value) and "JSON object" not in str(caught.value)

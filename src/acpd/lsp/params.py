@@ -36,12 +36,15 @@ def _single_object(command: str, args: tuple[Any, ...], keys: set[str]) -> dict[
 
 
 def run_tool_args(args: tuple[Any, ...]) -> RunToolArgs:
-    """`[{"tool": NAME, "arguments": {...}}]`; raises JsonRpcInvalidParams."""
+    """`[{"tool": NAME, "arguments": {...}}]` ("arguments" may be left out, or `[]` for
+    none); raises JsonRpcInvalidParams."""
     value = _single_object("acpd.runTool", args, {"tool", "arguments"})
     tool = value.get("tool")
     if not isinstance(tool, str) or not tool.strip() or len(tool) > 200:
         raise invalid("acpd.runTool: 'tool' must be a tool name (a non-empty string)")
     arguments = value.get("arguments", {})
+    if arguments == []:  # Lua clients (Neovim's vim.json) encode an empty table as []
+        arguments = {}
     if not isinstance(arguments, dict):
         raise invalid("acpd.runTool: 'arguments' must be a JSON object")
     return RunToolArgs(tool, arguments)
