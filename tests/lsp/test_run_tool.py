@@ -134,3 +134,23 @@ async def test_an_empty_array_is_no_arguments(tmp_path: Path) -> None:
         with pytest.raises(JsonRpcInvalidParams) as caught:
             await s.run_tool("read", [])  # type: ignore[arg-type]
         assert "path" in str(caught.value) and "JSON object" not in str(caught.value)
+
+
+async def test_a_plugin_overlay_added_while_running_applies_to_the_next_call(
+    tmp_path: Path,
+) -> None:
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    config = f'[tools.shell]\nplugin_dirs = ["{plugins}"]\n'
+    async with lsp_session(tmp_path, config=config) as s:
+        assert "[tool_error]" not in await s.run_tool("bash", {"command": "touch one.txt"})
+        assert (s.workspace / "one.txt").exists()
+        overlay = plugins / "no-touch"
+        overlay.mkdir()
+        (overlay / "plugin.toml").write_text('[shell]\nblocked_commands = ["touch"]\n')
+        reloaded = await s.client.wait_for_notification("acpd/policy_reloaded")
+        assert not reloaded.errors
+        assert any("reloaded" in m.message for m in s.client.log_messages)
+        result = await s.run_tool("bash", {"command": "touch two.txt"})
+        assert "category: PolicyBlocked" in result and "touch" in result
+        assert not (s.workspace / "two.txt").exists()

@@ -16,9 +16,11 @@ Stdout carries protocol only: fd 1 is duplicated for the transport and then poin
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -184,6 +186,38 @@ async def prompt(ls: AcpdLanguageServer, *args: Any) -> str:
     return reply
 
 
+def watch_policy(ls: AcpdLanguageServer) -> None:
+    """Hot reload, as in the ACP face: the shell policy, its plugin overlays and the output
+    filters are watched as background tasks of this connection; each reload outcome goes out
+    as `acpd/policy_reloaded` and a `window/logMessage` (Warning when the last good policy was
+    kept)."""
+    shell = ls.face.kit.pipeline.shell
+    if shell is None:
+        return
+    tasks: set[asyncio.Future[None]] = set()
+
+    def start_soon(run: Callable[[], Awaitable[None]]) -> None:
+        task: asyncio.Future[None] = asyncio.ensure_future(run())
+        tasks.add(task)  # held until done: the loop keeps only weak references
+        task.add_done_callback(tasks.discard)
+
+    async def notify(method: str, params: Any) -> None:
+        found = params if isinstance(params, dict) else {}
+        errors = found.get("errors")
+        text = f"acpd: policy reloaded ({found.get('hash', '?')})"
+        if errors:
+            text = "acpd: the policy change was not applied: " + "; ".join(map(str, errors))
+        kind = types.MessageType.Warning if errors else types.MessageType.Info
+        ls.window_log_message(types.LogMessageParams(type=kind, message=text))
+        ls.protocol.notify(method.lstrip("_"), params)
+
+    shell.attach(start_soon, notify)
+
+
+async def initialized(ls: AcpdLanguageServer, params: types.InitializedParams) -> None:
+    watch_policy(ls)
+
+
 def build_server(face: Face) -> AcpdLanguageServer:
     server = AcpdLanguageServer("acpd", acpd.__version__)
     server.face = face
@@ -191,6 +225,7 @@ def build_server(face: Face) -> AcpdLanguageServer:
     server.history = []
     server.command(RUN_TOOL)(run_tool)
     server.command(PROMPT)(prompt)
+    server.feature(types.INITIALIZED)(initialized)
     return server
 
 
