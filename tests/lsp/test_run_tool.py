@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcRequestCancelled
 
 from tests.lsp.conftest import CLIENTS, lsp_session
 
@@ -154,3 +155,28 @@ async def test_a_plugin_overlay_added_while_running_applies_to_the_next_call(
         result = await s.run_tool("bash", {"command": "touch two.txt"})
         assert "category: PolicyBlocked" in result and "touch" in result
         assert not (s.workspace / "two.txt").exists()
+
+
+@pytest.mark.slow
+async def test_cancel_request_stops_the_running_command(tmp_path: Path) -> None:
+    async with lsp_session(tmp_path) as s:
+        protocol = s.client.protocol
+        before = set(protocol._request_futures)
+        running = asyncio.ensure_future(
+            s.run_tool("bash", {"command": "touch started.txt; sleep 5; touch late.txt"})
+        )
+        for _ in range(1200):  # until the command runs (a minute at most)
+            if (s.workspace / "started.txt").exists():
+                break
+            await asyncio.sleep(0.05)
+        [msg_id] = set(protocol._request_futures) - before
+        protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+        with pytest.raises(JsonRpcRequestCancelled):
+            await running
+        while s.statuses[-1]["status"] not in ("failed", "completed"):
+            await s.client.wait_for_notification("acpd/toolStatus")
+        assert s.statuses[-1]["status"] == "failed"
+        # the process group was killed: nothing the command would do later happens
+        await asyncio.sleep(6)
+        assert not (s.workspace / "late.txt").exists()
+        assert await s.run_tool("read", {"path": "notes.txt"}) == "hello from the workspace\n"

@@ -20,13 +20,15 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 
 import acpd
 from acpd.lsp import diagnostics
@@ -57,6 +59,36 @@ class Face:
     config: Config
     kit: Toolkit
     mode: str
+
+
+class AcpdProtocol(LanguageServerProtocol):
+    """`$/cancelRequest` also stops a running command: pygls runs an executeCommand handler
+    as a task of its own, which cancelling the request's future does not reach."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.running: dict[Any, asyncio.Task[Any]] = {}
+
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        task = self.running.pop(msg_id, None)
+        super()._handle_cancel_notification(msg_id)
+        if task is not None:
+            task.cancel()  # the pipeline closes the card, writes the audit line, kills the group
+
+
+@contextmanager
+def cancellable(ls: AcpdLanguageServer) -> Iterator[None]:
+    """While the body runs, the client's `$/cancelRequest` for this request cancels it."""
+    protocol = ls.protocol
+    msg_id, task = protocol.msg_id, asyncio.current_task()
+    if not isinstance(protocol, AcpdProtocol) or msg_id is None or task is None:
+        yield
+        return
+    protocol.running[msg_id] = task
+    try:
+        yield
+    finally:
+        protocol.running.pop(msg_id, None)
 
 
 class AcpdLanguageServer(LanguageServer):
@@ -158,10 +190,11 @@ async def run_tool(ls: AcpdLanguageServer, *args: Any) -> str:
     observer = LspObserver(ls, token)
     result: CallResult | None = None
     try:
-        result = await pipeline.run(
-            ls.new_call_id(), request.tool, request.arguments, ls.call_env(observer),
-            caller="lsp",
-        )
+        with cancellable(ls):
+            result = await pipeline.run(
+                ls.new_call_id(), request.tool, request.arguments, ls.call_env(observer),
+                caller="lsp",
+            )
     finally:
         _end_progress(ls, token, "failed" if result is None or result.failed else "done")
     ls.after_call(result, observer)
@@ -177,7 +210,8 @@ async def prompt(ls: AcpdLanguageServer, *args: Any) -> str:
 
     token = await _start_progress(ls, "acpd: prompt")
     try:
-        reply = await run_prompt(ls, text, token)
+        with cancellable(ls):
+            reply = await run_prompt(ls, text, token)
     except NoModel as exc:
         raise JsonRpcException(message=str(exc), code=REQUEST_FAILED) from None
     finally:
@@ -219,7 +253,7 @@ async def initialized(ls: AcpdLanguageServer, params: types.InitializedParams) -
 
 
 def build_server(face: Face) -> AcpdLanguageServer:
-    server = AcpdLanguageServer("acpd", acpd.__version__)
+    server = AcpdLanguageServer("acpd", acpd.__version__, protocol_cls=AcpdProtocol)
     server.face = face
     server.published = set()
     server.history = []

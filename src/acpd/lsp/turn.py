@@ -7,7 +7,8 @@ asks). Limits from `[agent]`: `max_tool_iterations` rounds with tool calls,
 `max_tool_calls_per_reply` calls per reply (the rest are answered as not run), `max_tokens`.
 The conversation is kept for the life of the server (one per `acpd lsp` process). Streamed
 text goes out as `$/progress` reports when the client supports them; the whole reply is the
-command's result. A provider failure ends the turn with a line saying why.
+command's result. A provider failure ends the turn with a line saying why; `$/cancelRequest`
+stops the model stream and the running call, and every call of the reply still gets a result.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ SYSTEM_PROMPT = (
     "{cwd}. Use the tools to read, search and run commands; every call may need the user's "
     "approval. Say plainly what you ran and what it showed."
 )
+CANCELLED = "[tool_error]\ncategory: Cancelled\nmessage: the user cancelled the turn\n"
 NOT_RUN = "[tool_error]\ncategory: Cancelled\nmessage: not run (max_tool_calls_per_reply)\n"
 
 
@@ -108,16 +110,24 @@ async def run_prompt(ls: AcpdLanguageServer, text: str, token: str | None) -> st
         history.append(Message("assistant", reply, list(calls)))
         if not calls:
             return "".join(said)
-        for n, call in enumerate(calls):
-            if n >= agent.max_tool_calls_per_reply:
-                history.append(Message("tool", NOT_RUN, tool_call_id=call.id, is_error=True))
-                continue
-            result = await ls.face.kit.pipeline.run(
-                f"tc_{uuid.uuid4().hex[:20]}", call.name, call.arguments, env,
-                invalid_json=call.invalid_json,
-            )
-            ls.after_call(result, observer)
-            history.append(Message("tool", result.text, tool_call_id=call.id,
-                                   is_error=result.error is not None))
+        answered = len(history)
+        try:
+            for n, call in enumerate(calls):
+                if n >= agent.max_tool_calls_per_reply:
+                    history.append(Message("tool", NOT_RUN, tool_call_id=call.id,
+                                           is_error=True))
+                    continue
+                result = await ls.face.kit.pipeline.run(
+                    f"tc_{uuid.uuid4().hex[:20]}", call.name, call.arguments, env,
+                    invalid_json=call.invalid_json,
+                )
+                ls.after_call(result, observer)
+                history.append(Message("tool", result.text, tool_call_id=call.id,
+                                       is_error=result.error is not None))
+        finally:
+            # a cancelled turn still answers every call: providers refuse a history with
+            # unanswered tool calls, and the next prompt would fail
+            for call in calls[len(history) - answered:]:
+                history.append(Message("tool", CANCELLED, tool_call_id=call.id, is_error=True))
     said.append(f"\n[acpd] Stopped after {agent.max_tool_iterations} tool rounds.")
     return "".join(said)
