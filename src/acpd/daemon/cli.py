@@ -23,6 +23,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="largest message accepted, in bytes (default 64 MiB)",
     )
 
+    lsp = sub.add_parser("lsp", help="speak LSP on stdin/stdout (for LSP-only clients)")
+    _common(lsp)
+    lsp.add_argument("--mode", choices=MODES, help="session mode (default: the config's)")
+
     demo = sub.add_parser("demo", help="run a scripted session against acpd serve and show it")
     demo.add_argument("--script", help="scripted session JSON (default: the bundled demo)")
     demo.add_argument("--workspace", help="directory to work in (default: a fresh temp dir)")
@@ -105,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run_command(args: argparse.Namespace) -> int:
+    if args.command == "lsp":
+        from acpd.lsp.server import run as run_lsp
+
+        return run_lsp(args)
     if args.command == "demo":
         from acpd.daemon.demo import run_demo
 
