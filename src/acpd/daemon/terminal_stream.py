@@ -306,9 +306,8 @@ class LiveTerminal:
         text = self.streams.redact(tail[: hold_point(tail)] if hold else tail)
         if self.mode == "v2":
             await self.streams.send(v2_snapshot(self.terminal_id, to_bytes(text), True))
-        elif self.on_text is not None:
-            self._shown = live_view(to_text(text))
-            await self.on_text(self._shown)
+        else:
+            await self._show_view(live_view(to_text(text)))
 
     async def _capped_end(self) -> None:
         if self.mode != "meta":
@@ -327,12 +326,14 @@ class LiveTerminal:
             await self.streams.send(meta_output(self.call_id, self.terminal_id, to_text(text)))
         else:
             self._tail = (self._tail + to_text(text))[-SNAPSHOT_CHARS:]
-            view = live_view(self._tail)
-            # Output that repeats itself (`yes`, a progress line redrawn) can leave the
-            # visible window as it was: nothing new to show, nothing sent.
-            if self.on_text is not None and view != self._shown:
-                self._shown = view
-                await self.on_text(view)
+            await self._show_view(live_view(self._tail))
+
+    async def _show_view(self, view: str) -> None:
+        """Plain mode: the card's live text. Output that repeats itself (`yes`, a progress
+        line redrawn) can leave the visible window as it was: nothing new, nothing sent."""
+        if self.on_text is not None and view != self._shown:
+            self._shown = view
+            await self.on_text(view)
 
     async def _resync(self) -> None:
         """The client fell behind and bytes were dropped: start again from the runner's
