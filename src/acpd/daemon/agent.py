@@ -195,7 +195,7 @@ class AcpAgent:
 
         from acpd.daemon.config import config_path, default_data_dir, load_config
         from acpd.daemon.store import open_store
-        from acpd.daemon.turn import LoopLimits
+        from acpd.daemon.turn import LoopLimits, catalog_builder
         from acpd.tools.setup import build_toolkit
 
         overrides = {"agent.model": self.options.model}
@@ -215,6 +215,7 @@ class AcpAgent:
         limits = LoopLimits(
             agent.max_tool_iterations, agent.context_budget_tokens, agent.max_tokens,
             agent.system_prompt, agent.max_tool_calls_per_reply, prices=agent.prices,
+            catalog=catalog_builder(config),
         )
         # filters.toml is looked up beside the config file (which need not exist); both are
         # watched, and the output filters rebuilt when either changes.

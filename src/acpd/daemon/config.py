@@ -18,6 +18,7 @@ from acpd.daemon.errors import ConfigError
 from acpd.daemon.image_models import DEFAULT_IMAGE_MODELS
 from acpd.mcpclient.config import McpConfig
 from acpd.protocol.framing import DEFAULT_MAX_LINE_BYTES
+from acpd.tools.catalog.config import CatalogConfig
 from acpd.tools.diagnostics.config import DiagnosticsConfig
 from acpd.tools.plugins.config import CapabilitiesConfig, ToolFilterConfig
 
@@ -63,6 +64,8 @@ class AgentConfig(Section):
     """Globs on `kind:model`: the models that take images in prompts."""
     max_image_bytes: int = Field(5 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
     """Largest image (decoded) a prompt may carry; a larger one is refused, saying so."""
+    catalog: CatalogConfig = Field(default_factory=CatalogConfig)
+    """`[agent.catalog]`: schema filtering, dependency gates, TAFC (docs/catalog.md)."""
 
 
 class ProviderConfig(Section):

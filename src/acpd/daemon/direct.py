@@ -180,7 +180,8 @@ def _builtin(
     if name == "status":
         return (
             f"Session {session.id}\nworkspace: {session.cwd}\nmode: {session.mode}\n"
-            f"model: {model or 'none (direct mode)'}\nmessages: {len(session.history)}"
+            f"model: {model or 'none (direct mode)'}\nmessages: {len(session.history)}\n"
+            + env.state.catalog.status_line()
         )
     if name == "policy":
         remembered = ", ".join(

@@ -45,7 +45,9 @@ from acpd.providers.base import (
 from acpd.tools.pipeline import CallEnv, ToolPipeline
 
 if TYPE_CHECKING:
-    from acpd.daemon.config import PriceConfig
+    from acpd.daemon.config import Config, PriceConfig
+    from acpd.tools.catalog import CatalogBuilder
+    from acpd.tools.spec import ToolSpec
 
 log = logging.getLogger("acpd.turn")
 
@@ -80,6 +82,8 @@ class LoopLimits:
     max_tool_calls_per_reply: int = 64
     prices: Mapping[str, PriceConfig] = field(default_factory=dict)
     """`[agent.prices]`: the cost of a call whose provider reports none (daemon/usage.py)."""
+    catalog: CatalogBuilder | None = None
+    """`[agent.catalog]` (tools/catalog): None sends every visible tool, unchanged."""
 
 
 @dataclass(slots=True)
@@ -109,10 +113,10 @@ async def run_turn(
         # Built per request: the mode, the rules, the policy (a reload may have turned the
         # network off) and the anomaly blocks may have changed.
         network = await pipeline.network_allowed(env.cwd, env.session_id)
-        tools = [
-            ToolDefinition(name, s.description, s.input_schema())
-            for name, s in pipeline.catalog(env.mode, env.state, network=network)
-        ]
+        tools = await build_catalog(
+            limits, pipeline.catalog(env.mode, env.state, network=network), session, provider,
+            env,
+        )
         request = ModelRequest(system, list(session.history), tools, limits.max_tokens)
         if estimate_tokens(request) > CONTEXT_STOP_RATIO * budget:
             await session.say(
@@ -159,6 +163,31 @@ async def run_turn(
                 "output, which looks like a loop."
             )
             return "end_turn"
+
+
+def catalog_builder(config: Config) -> CatalogBuilder:
+    """The daemon's catalog builder for `[agent.catalog]` (embeddings default to the
+    `[providers.openai]` endpoint and key variable)."""
+    from acpd.tools.catalog import make_builder
+
+    openai = config.providers.openai
+    return make_builder(
+        config.agent.catalog, openai_base_url=openai.base_url, openai_key_env=openai.api_key_env
+    )
+
+
+async def build_catalog(
+    limits: LoopLimits, entries: list[tuple[str, ToolSpec]], session: Session,
+    provider: Provider, env: CallEnv,
+) -> list[ToolDefinition]:
+    """The tools this model request carries (tools/catalog/builder.py says which and why)."""
+    if limits.catalog is None:
+        return [ToolDefinition(name, s.description, s.input_schema()) for name, s in entries]
+    from acpd.tools.catalog import native_tool_use
+
+    return await limits.catalog.build(
+        entries, session.history, env.state.catalog, native=native_tool_use(provider)
+    )
 
 
 async def _announce_dropped(session: Session, reply: ModelReply, cap: int) -> str:
@@ -231,9 +260,12 @@ def remember_reply(session: Session, message: Message) -> None:
     """Keep the reply as the model sent it for this process (the next request needs the real
     arguments), but store its tool calls with credentials replaced: a token the model put in
     a command must not rest in the session database (the card and the audit hide it too)."""
+    from acpd.tools.catalog.tafc import strip_stored
+
     session.history.append(message)
     stored = message.to_dict()
     for call in stored["tool_calls"]:
+        strip_stored(call)  # the model's reasoning field is never stored (TAFC)
         call["arguments"] = updates.redact_value(call["arguments"])
         call["raw_arguments"] = updates.redact_text(call["raw_arguments"])
         if call["invalid_json"] is not None:
@@ -285,6 +317,11 @@ async def run_call(
     result = await pipeline.run(
         tool_call_id, call.name, call.arguments, env, invalid_json=call.invalid_json
     )
+    if result.error is None and not result.skipped:  # for the dependency gates
+        spec = pipeline.registry.resolve(result.name) or (
+            env.state.extra.resolve(result.name) if env.state.extra is not None else None
+        )
+        env.state.catalog.record_completed(result.name, spec.id if spec else result.name)
     if result.name == "update_plan" and result.error is None and call.arguments:
         await session.send(updates.plan(call.arguments.get("entries", [])), persist=True)
     text = result.text if not result.skipped else "(skipped: only reasoning fields were sent)"

@@ -9,6 +9,9 @@ A turn may also carry `"chunks": ["...", ...]` (text streamed in pieces), `"thou
 `"delay": seconds` (before the reply, to test cancellation), `"stall": seconds` (after the
 text, before the tool calls and the end: a reply cut off mid-stream), and a tool call may
 give `"raw_arguments"` (argument text as a model sent it, to exercise invalid JSON).
+A top-level `"record": "FILE"` (relative to the script's folder) appends one JSON line per
+model call with what the request carried: `tools` (name, description, parameters), the
+number of `messages` and the last user message (`query`), so tests can check the catalog.
 Used by the demo and by the end-to-end tests.
 """
 
@@ -43,6 +46,11 @@ class ScriptError(ValueError):
 
 def load_script(path: str | Path) -> list[dict[str, Any]]:
     """Read and check a script file; raises ScriptError saying what is wrong and where."""
+    return load_script_file(path)[0]
+
+
+def load_script_file(path: str | Path) -> tuple[list[dict[str, Any]], Path | None]:
+    """The turns and the record file (None: not recorded); raises ScriptError."""
     path = Path(path)
     try:
         if path.stat().st_size > MAX_SCRIPT_BYTES:
@@ -57,7 +65,10 @@ def load_script(path: str | Path) -> list[dict[str, Any]]:
         raise ScriptError(f'{path}: expected {{"turns": [...]}}')
     for index, turn in enumerate(turns):
         _check_turn(path, index, turn)
-    return turns
+    record = data.get("record")
+    if record is not None and not isinstance(record, str):
+        raise ScriptError(f"{path}: record must be a file name")
+    return turns, (path.parent / record if record else None)
 
 
 def _check_turn(path: Path, index: int, turn: Any) -> None:
@@ -89,7 +100,7 @@ class ScriptedProvider:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self.name = f"scripted:{self.path}"
-        self._turns = load_script(path)
+        self._turns, self._record = load_script_file(path)
         self._next = 0
         self._call_ids = 0
 
@@ -98,6 +109,8 @@ class ScriptedProvider:
         return len(self._turns) - self._next
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        if self._record is not None:
+            _record(self._record, request)
         if self._next >= len(self._turns):
             yield TextDelta(f"(the script {Path(self.path).name} has no more turns)")
             yield StopEvent("end_turn")
@@ -130,6 +143,20 @@ class ScriptedProvider:
         if isinstance(call.get("raw_arguments"), str):
             return parse_arguments(call_id, call["name"], call["raw_arguments"])
         return ToolCallRequest(call_id, call["name"], dict(call.get("arguments", {})))
+
+
+def _record(path: Path, request: ModelRequest) -> None:
+    query = next((m.text for m in reversed(request.messages) if m.role == "user"), "")
+    line = {
+        "tools": [
+            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            for t in request.tools
+        ],
+        "messages": len(request.messages),
+        "query": query,
+    }
+    with path.open("ab") as handle:
+        handle.write(orjson.dumps(line) + b"\n")
 
 
 def _usage(usage: dict[str, Any]) -> UsageEvent:

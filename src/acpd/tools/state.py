@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from acpd.tools.anomaly import AnomalyDetector, AnomalySettings
 from acpd.tools.cache import ResultCache
+from acpd.tools.catalog.report import CatalogState
 from acpd.tools.quota import Quota
 
 if TYPE_CHECKING:
@@ -47,7 +48,11 @@ class SessionTools:
     anomaly: AnomalyDetector = field(default_factory=AnomalyDetector)
     extra: ExtraTools | None = None
     """This session's own tools (MCP servers), after the registry's; None: none."""
+    catalog: CatalogState = field(default_factory=CatalogState)
+    """Tools completed in this session and the last catalog report (tools/catalog)."""
 
     def clear(self) -> None:
-        """`/clear`: the conversation starts afresh, so do cached results."""
+        """`/clear`: the conversation starts afresh, so do cached results and the completed
+        tools the dependency gates count."""
         self.cache.clear()
+        self.catalog.clear()
