@@ -32,13 +32,23 @@ STOP_WORDS = frozenset(_STOP.split(" "))
 
 
 def stem(word: str) -> str:
-    for suffix, keep in (("sses", "ss"), ("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""),
-                         ("ly", ""), ("s", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            if suffix == "s" and word.endswith("ss"):
-                return word
-            return word[: len(word) - len(suffix)] + keep
-    return word
+    """A light suffix stripper: the same stem for a word's plural and -ing/-ed forms
+    ("file", "files", "filing", "filed" -> "fil"; "match", "matches" -> "match")."""
+    for suffix, keep in (("sses", "ss"), ("ies", "y"), ("ing", ""), ("ed", ""), ("ly", ""),
+                         ("es", ""), ("s", "")):
+        if not word.endswith(suffix) or len(word) - len(suffix) < 3:
+            continue
+        base = word[: len(word) - len(suffix)]
+        if suffix == "es" and not base.endswith(("s", "x", "z", "ch", "sh")):
+            continue  # "files" is "file" + "s"
+        if suffix == "s" and base.endswith(("s", "u", "i")):
+            break  # class, status, analysis
+        word = base + keep
+        if suffix in ("ing", "ed") and len(word) > 3 and word[-1] == word[-2] \
+                and word[-1] not in "lsz":
+            word = word[:-1]  # running -> run
+        break
+    return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
 def tokens(text: str) -> list[str]:

@@ -5,9 +5,12 @@ and caps are ours, chosen so a flat tool with two or three string arguments stay
 the default threshold 0.6 and a tool with many required arguments, nested objects and long
 enums passes it):
 
-    score = 0.5 * min(required / 6, 1)                      top-level required parameters
-          + 0.3 * min(nesting / 3, 1)                       object/array levels below the top
-          + 0.2 * min(log2(1 + enum) / log2(17), 1)         the largest enum anywhere
+    score = 0.5 * min(required / 4, 1)                      top-level required parameters
+          + 0.3 * min(nesting / 2, 1)                       object/array levels below the top
+          + 0.2 * min(log2(1 + enum) / log2(9), 1)          the largest enum anywhere
+
+So a tool reaches 0.6 with, for example, four required arguments and an enum of three, or
+two required arguments, an array of objects and an enum of eight.
 
 A schema at or above the threshold gets `_tafc_think` (a string, first among the properties
 so the model writes it before the real arguments, never required). It is added only for
@@ -15,7 +18,7 @@ providers with native tool use, and only to the copy sent to the model. The runn
 every key starting with `_tafc_think` before anything else sees the call (tools/pipeline.py),
 and skips a call that carried nothing else; `strip_stored` keeps it out of the session store.
 Reading a schema never raises: a malformed part counts as zero. At most MAX_NODES nodes
-of one schema are visited (a server's schema may be huge).
+of one schema are visited, MAX_LEVELS deep (a server's schema may be huge or very deep).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import orjson
 TAFC_FIELD = "_tafc_think"
 """Also the runner's prefix (pipeline.TAFC_PREFIX): every key starting with it is stripped."""
 MAX_NODES = 2000
+MAX_LEVELS = 16
 THINK_DESCRIPTION = (
     "Before filling in the other parameters, reason step by step here about which values "
     "they need. This field is discarded before the tool runs and is never shown or stored."
@@ -44,9 +48,9 @@ def complexity(schema: Any) -> float:
     budget = [MAX_NODES]
     nesting = max(0, _depth(schema, budget) - 1)
     enum = _largest_enum(schema, [MAX_NODES])
-    score = 0.5 * min(count / 6, 1.0) + 0.3 * min(nesting / 3, 1.0)
+    score = 0.5 * min(count / 4, 1.0) + 0.3 * min(nesting / 2, 1.0)
     if enum:
-        score += 0.2 * min(math.log2(1 + enum) / math.log2(17), 1.0)
+        score += 0.2 * min(math.log2(1 + enum) / math.log2(9), 1.0)
     return round(min(score, 1.0), 4)
 
 
@@ -66,24 +70,25 @@ def _children(node: dict[str, Any]) -> list[Any]:
     return found
 
 
-def _depth(node: Any, budget: list[int]) -> int:
+def _depth(node: Any, budget: list[int], level: int = 0) -> int:
     """Levels of objects/arrays: a flat object is 1, an object in a property 2, ..."""
-    if not isinstance(node, dict) or budget[0] <= 0:
+    if not isinstance(node, dict) or budget[0] <= 0 or level >= MAX_LEVELS:
         return 0
     budget[0] -= 1
     children = _children(node)
     if not children:
         return 0
-    return 1 + max(_depth(child, budget) for child in children)
+    return 1 + max(_depth(child, budget, level + 1) for child in children)
 
 
-def _largest_enum(node: Any, budget: list[int]) -> int:
-    if not isinstance(node, dict) or budget[0] <= 0:
+def _largest_enum(node: Any, budget: list[int], level: int = 0) -> int:
+    if not isinstance(node, dict) or budget[0] <= 0 or level >= MAX_LEVELS:
         return 0
     budget[0] -= 1
     enum = node.get("enum")
     here = len(enum) if isinstance(enum, list) else 0
-    return max([here, *(_largest_enum(child, budget) for child in _children(node))])
+    children = _children(node)
+    return max([here, *(_largest_enum(c, budget, level + 1) for c in children)])
 
 
 def can_augment(schema: Any) -> bool:

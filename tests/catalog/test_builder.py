@@ -1,0 +1,199 @@
+"""The per-turn catalog on a realistic 100-tool set: filter reasons, gates, TAFC, providers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from acpd.providers.base import Message, ToolCallRequest
+from acpd.tools.catalog import CatalogBuilder, CatalogConfig, CatalogState, native_tool_use
+from acpd.tools.catalog.tafc import TAFC_FIELD, complexity
+from tests.catalog.catalog100 import QUERIES, specs
+
+pytestmark = pytest.mark.anyio
+
+SPECS = specs()
+ENTRIES = [(s.name, s) for s in SPECS]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def config(**values: Any) -> CatalogConfig:
+    return CatalogConfig.model_validate(values)
+
+
+def user(text: str) -> list[Message]:
+    return [Message("user", text)]
+
+
+async def sent(builder: CatalogBuilder, history: list[Message], state: CatalogState | None = None,
+               *, native: bool = True) -> list[str]:
+    tools = await builder.build(ENTRIES, history, state or CatalogState(), native=native)
+    return [t.name for t in tools]
+
+
+async def test_off_by_default_sends_everything_unchanged() -> None:
+    state = CatalogState()
+    tools = await CatalogBuilder().build(ENTRIES, user("scale the deployment"), state)
+    assert [t.name for t in tools] == [s.name for s in SPECS]
+    assert [t.parameters for t in tools] == [s.input_schema() for s in SPECS]
+    assert state.status_line() == "Tools: 100 of 100 sent (filtering off)"
+
+
+async def test_bm25_keeps_the_tool_a_person_would_use() -> None:
+    builder = CatalogBuilder(config(enabled=True, top_k=8))
+    missed, unfiltered = [], []
+    for query, expected in QUERIES:
+        state = CatalogState()
+        names = await sent(builder, user(query), state)
+        if expected not in names:
+            missed.append(query)
+        assert state.last is not None
+        if state.last.how == "BM25":
+            # top_k ranked + the tool with a description under 3 words (none is named).
+            assert len(names) <= 8 + 1
+        else:  # no word in common with any tool: no query vector, nothing filtered
+            assert len(names) == 100 and "no query vector" in state.last.how
+            unfiltered.append(query)
+    # A lexical scorer can miss a request that shares no word with its tool ("imports
+    # requests" ranks the pull-request tools): that is what embeddings are for.
+    assert len(missed) <= 1, missed
+    assert len(unfiltered) <= 1, unfiltered
+
+
+async def test_reasons_always_on_named_short_and_order() -> None:
+    state = CatalogState()
+    builder = CatalogBuilder(config(enabled=True, top_k=2, always_on=["memory_*", "read_file"]))
+    names = await sent(builder, user("use kubectl_top, then scale the deployment"), state)
+    assert {"memory_save", "memory_search", "read_file", "kubectl_top", "weather"} <= set(names)
+    assert "kubectl_scale" in names
+    order = [s.name for s in SPECS]
+    assert names == sorted(names, key=order.index)  # catalog order kept
+    assert state.last is not None
+    assert state.last.reasons == {"always_on": 3, "named": 1, "short": 1, "ranked": 2}
+    line = state.status_line()
+    assert line.startswith(f"Tools: {len(names)} of 100 sent (BM25: 3 always on, 1 named")
+
+
+async def test_mentions_are_whole_names_not_parts() -> None:
+    builder = CatalogBuilder(config(enabled=True, top_k=1))
+    state = CatalogState()
+    await sent(builder, user("the git_log-ish thing; not run_tests_now or xgrep"), state)
+    assert state.last is not None and "named" not in state.last.reasons
+    await sent(builder, user("Use GREP. Then git_log, (bash)"), state)
+    assert state.last is not None and state.last.reasons["named"] == 3
+
+
+async def test_no_query_vector_sends_everything() -> None:
+    builder = CatalogBuilder(config(enabled=True, top_k=3))
+    for history in (user("bonjour tout le monde"), user("   "), []):
+        state = CatalogState()
+        assert len(await sent(builder, history, state)) == 100
+        assert state.last is not None and "no query vector" in state.last.how
+
+
+async def test_a_tool_called_this_turn_is_never_dropped() -> None:
+    builder = CatalogBuilder(config(enabled=True, top_k=2))
+    call = ToolCallRequest("c1", "mail_send", {"to": ["a@b"], "subject": "s", "body": "b"})
+    history = [*user("scale the payments deployment"), Message("assistant", "", [call]),
+               Message("tool", "sent", tool_call_id="c1")]
+    state = CatalogState()
+    names = await sent(builder, history, state)
+    assert "mail_send" in names and state.last is not None
+    assert state.last.reasons["referenced"] == 1
+    # A call from an earlier turn does not count.
+    later = [*history, *user("scale the payments deployment")]
+    assert "mail_send" not in await sent(builder, later, CatalogState())
+
+
+async def test_providers_without_native_tool_use_get_everything_plain() -> None:
+    class Legacy:
+        supports_tool_use = False
+
+    class Method:
+        def supports_tool_use(self) -> bool:
+            return False
+
+    assert not native_tool_use(Legacy()) and not native_tool_use(Method())
+    assert native_tool_use(object())
+    builder = CatalogBuilder(config(enabled=True, top_k=2, tafc={"enabled": True,
+                                                                 "complexity_threshold": 0}))
+    state = CatalogState()
+    tools = await builder.build(ENTRIES, user("scale it"), state, native=False)
+    assert len(tools) == 100
+    assert not any(TAFC_FIELD in t.parameters.get("properties", {}) for t in tools)
+    assert state.last is not None and "no native tool use" in state.last.how
+
+
+async def test_tafc_goes_exactly_to_schemas_at_the_threshold() -> None:
+    threshold = 0.45
+    builder = CatalogBuilder(config(tafc={"enabled": True, "complexity_threshold": threshold}))
+    state = CatalogState()
+    tools = await builder.build(ENTRIES, user("anything"), state)
+    thinking = {t.name for t in tools if TAFC_FIELD in t.parameters["properties"]}
+    expected = {s.name for s in SPECS if complexity(s.input_schema()) >= threshold}
+    assert thinking == expected and 0 < len(expected) < 100
+    assert state.last is not None and set(state.last.tafc) == expected
+    # The specs' own schemas are untouched; a second build gives the same.
+    assert not any(TAFC_FIELD in s.input_schema()["properties"] for s in SPECS)
+    again = await builder.build(ENTRIES, user("anything"), CatalogState())
+    assert [t.parameters for t in again] == [t.parameters for t in tools]
+
+
+def deps(rules: dict[str, Any], **values: Any) -> CatalogConfig:
+    return config(dependencies={"enabled": True, "rules": rules}, **values)
+
+
+async def test_requires_holds_back_until_completed_and_clear_resets() -> None:
+    builder = CatalogBuilder(deps({"merge_pull_request": {"requires": ["get_pull_request_diff"]},
+                                   "mcp__tf__terraform_apply": {"requires": ["terraform_plan"]}}))
+    state = CatalogState()
+    names = await sent(builder, user("ship it"), state)
+    assert "merge_pull_request" not in names and "terraform_apply" not in names
+    assert len(names) == 98
+    assert state.last is not None and state.last.held == {
+        "merge_pull_request": ("get_pull_request_diff",), "terraform_apply": ("terraform_plan",)}
+    assert "merge_pull_request waits for get_pull_request_diff" in state.status_line()
+    state.record_completed("get_pull_request_diff", "mcp__github__get_pull_request_diff")
+    names = await sent(builder, user("ship it"), state)
+    assert "merge_pull_request" in names and "terraform_apply" not in names
+    state.clear()
+    assert "merge_pull_request" not in await sent(builder, user("ship it"), state)
+
+
+async def test_named_and_always_on_tools_bypass_the_gate() -> None:
+    builder = CatalogBuilder(deps({"merge_pull_request": {"requires": ["get_pull_request_diff"]},
+                                   "git_commit": {"requires": ["git_diff"]}},
+                                  always_on=["git_commit"]))
+    names = await sent(builder, user("merge_pull_request 12 please"), CatalogState())
+    assert "merge_pull_request" in names and "git_commit" in names
+
+
+async def test_deadlock_falls_back_to_the_full_set() -> None:
+    rules = {s.name: {"requires": ["nonexistent_tool"]} for s in SPECS if s.name != "weather"}
+    builder = CatalogBuilder(deps(rules, enabled=True, top_k=5, always_on=["weather"]))
+    state = CatalogState()
+    names = await sent(builder, user("scale the payments deployment"), state)
+    assert len(names) == 100
+    assert state.last is not None and state.last.deadlock
+    assert "every candidate waited for a prerequisite, so all were sent" in state.status_line()
+
+
+async def test_prefers_boost_changes_the_ranking() -> None:
+    query = user("show the logs")
+    plain = CatalogBuilder(config(enabled=True, top_k=1, min_description_words=0))
+    (first,) = await sent(plain, query, CatalogState())
+    rules = {"docker_logs": {"prefers": ["docker_ps"]}, "kubectl_logs": {"prefers": ["kubectl_get_pods"]}}
+    other = "docker_logs" if first != "docker_logs" else "kubectl_logs"
+    prereq = "docker_ps" if other == "docker_logs" else "kubectl_get_pods"
+    boosted = CatalogBuilder(config(
+        enabled=True, top_k=1, min_description_words=0,
+        dependencies={"enabled": True, "rules": rules, "boost_per_dep": 0.6,
+                      "max_total_boost": 0.6}))
+    state = CatalogState()
+    state.record_completed(prereq, f"mcp__x__{prereq}")
+    assert await sent(boosted, query, state) == [other]
