@@ -187,7 +187,8 @@ async def test_prefers_boost_changes_the_ranking() -> None:
     query = user("show the logs")
     plain = CatalogBuilder(config(enabled=True, top_k=1, min_description_words=0))
     (first,) = await sent(plain, query, CatalogState())
-    rules = {"docker_logs": {"prefers": ["docker_ps"]}, "kubectl_logs": {"prefers": ["kubectl_get_pods"]}}
+    rules = {"docker_logs": {"prefers": ["docker_ps"]},
+             "kubectl_logs": {"prefers": ["kubectl_get_pods"]}}
     other = "docker_logs" if first != "docker_logs" else "kubectl_logs"
     prereq = "docker_ps" if other == "docker_logs" else "kubectl_get_pods"
     boosted = CatalogBuilder(config(
