@@ -322,7 +322,8 @@ async def run_call(
             env.state.extra.resolve(result.name) if env.state.extra is not None else None
         )
         env.state.catalog.record_completed(result.name, spec.id if spec else result.name)
-    if result.name == "update_plan" and result.error is None and call.arguments:
+    if result.name == "update_plan" and result.error is None and not result.skipped \
+            and call.arguments:  # a skipped call (only reasoning fields) is no plan
         await session.send(updates.plan(call.arguments.get("entries", [])), persist=True)
     text = result.text if not result.skipped else "(skipped: only reasoning fields were sent)"
     text += note

@@ -113,6 +113,8 @@ class CatalogBuilder:
         self._indexes: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], BM25Index]] = {}
         """By the specs' identities; the specs are held so no id is reused while cached."""
         self._vectors: dict[str, list[float]] = {}
+        self._query: tuple[str, list[float]] | None = None
+        """The last query's vector: the rounds of one turn share their query."""
         self._paused_until = 0.0
 
     @property
@@ -265,11 +267,14 @@ class CatalogBuilder:
         assert self.embedder is not None
         texts = [f"{t.spec.name}: {t.spec.description}" for t in tools]
         missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
-        vectors = await self.embedder.embed([query, *missing])
+        known = self._query[1] if self._query is not None and self._query[0] == query else None
+        asked = missing if known is not None else [query, *missing]
+        vectors = await self.embedder.embed(asked) if asked else []
         if len(self._vectors) + len(missing) > MAX_VECTORS:
             self._vectors.clear()
-        self._vectors.update(zip(missing, vectors[1:], strict=True))
-        q = vectors[0]
+        self._vectors.update(zip(missing, vectors[len(asked) - len(missing):], strict=True))
+        q = known if known is not None else vectors[0]
+        self._query = (query, q)
         return [
             cosine(q, self._vectors[text]) if text in self._vectors else None for text in texts
         ]
