@@ -17,6 +17,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 K1 = 1.2
@@ -31,6 +32,7 @@ _STOP = (
 STOP_WORDS = frozenset(_STOP.split(" "))
 
 
+@lru_cache(maxsize=16384)
 def stem(word: str) -> str:
     """A light suffix stripper: the same stem for a word's plural and -ing/-ed forms
     ("file", "files", "filing", "filed" -> "fil"; "match", "matches" -> "match")."""
@@ -53,12 +55,8 @@ def stem(word: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """Lower-cased, stemmed words of `text`, stop words left out."""
-    found = []
-    for match in _WORD.finditer(text):
-        word = match.group().lower()
-        if len(word) > 1 and word not in STOP_WORDS:
-            found.append(stem(word))
-    return found
+    words = _WORD.findall(text)
+    return [stem(w) for w in map(str.lower, words) if len(w) > 1 and w not in STOP_WORDS]
 
 
 def tool_document(name: str, description: str, schema: Any) -> list[str]:

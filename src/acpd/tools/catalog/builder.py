@@ -16,7 +16,9 @@ denied tools), the conversation, the session's CatalogState. Steps, each only wh
 
 Tools keep their catalog order (provider prompt caches key on it). Per-tool work (schema,
 score, BM25 document) is cached on the spec object, the BM25 index on the set of tools, and
-embeddings by text, so a turn costs a lookup per tool plus the scoring. Schemas handed out
+embeddings by text, so a turn costs a lookup per tool plus the scoring. The per-tool work for
+more than OFFLOAD_AT new tools (the first turn, a plugin reload, MCP servers starting) runs on
+a worker thread, not on the event loop. Schemas handed out
 are shared with the cache: encoders only serialise them. The report of each build is kept
 for /status; nothing of the query or of the model's reasoning is logged.
 """
@@ -30,6 +32,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
 
 from acpd.providers.base import Message, ToolDefinition
 from acpd.tools.catalog import tafc
@@ -47,6 +51,7 @@ log = logging.getLogger("acpd.catalog")
 EMBEDDING_PAUSE = 60.0
 """After a failed embeddings request, BM25 is used for this long before trying again."""
 MAX_VECTORS = 8192
+OFFLOAD_AT = 8
 MAX_INDEXES = 8
 _MENTION = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 Keys = tuple[str, str]
@@ -128,7 +133,12 @@ class CatalogBuilder:
     ) -> list[ToolDefinition]:
         """The tool definitions for the next model request; the report goes to `state`."""
         names = [name for name, _ in entries]
-        tools = [self._tool(spec) for _, spec in entries]
+        fresh = [spec for _, spec in entries if not self._known(spec)]
+        if len(fresh) > OFFLOAD_AT:
+            await anyio.to_thread.run_sync(self._prepare, fresh)
+        else:
+            self._prepare(fresh)
+        tools = [self._tools[spec.id] for _, spec in entries]
         if len(self._tools) > 2 * len(tools) + 64:  # a reload replaced the specs
             live = {t.spec.id for t in tools}
             self._tools = {k: v for k, v in self._tools.items() if k in live}
@@ -136,13 +146,21 @@ class CatalogBuilder:
         state.last = report
         return self._definitions(names, tools, chosen, native, report)
 
-    def _tool(self, spec: ToolSpec) -> _Tool:
+    def _known(self, spec: ToolSpec) -> bool:
         cached = self._tools.get(spec.id)
-        if cached is None or cached.spec is not spec:
-            words = len(spec.description.split())
-            cached = _Tool(spec, spec.input_schema(), words)
-            self._tools[spec.id] = cached
-        return cached
+        return cached is not None and cached.spec is spec
+
+    def _prepare(self, specs: list[ToolSpec]) -> None:
+        """Schema, description length, and (when their feature is on) BM25 document and
+        TAFC score of each spec; thread-safe enough: each entry is written whole, once."""
+        for spec in specs:
+            schema = spec.input_schema()
+            tool = _Tool(spec, schema, len(spec.description.split()))
+            if self.config.enabled:
+                tool.document = tool_document(spec.name, spec.description, schema)
+            if self.config.tafc.enabled:
+                tool.complexity = tafc.complexity(schema)
+            self._tools[spec.id] = tool
 
     async def _choose(
         self, names: list[str], tools: list[_Tool], history: Sequence[Message],
