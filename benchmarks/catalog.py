@@ -110,7 +110,7 @@ async def build_times(entries: Entries, turns: int) -> None:
         # The part a cold build runs on the event loop: everything but the per-tool
         # preparation (done here beforehand, as the worker thread does it).
         fresh = CatalogBuilder(config)
-        fresh._prepare([spec for _, spec in entries])
+        fresh._tools.update((t.spec.id, t) for t in fresh._prepare([s for _, s in entries]))
         start = time.perf_counter()
         await fresh.build(entries, history, CatalogState())
         times["cold loop"].append(time.perf_counter() - start)

@@ -198,3 +198,34 @@ async def test_prefers_boost_changes_the_ranking() -> None:
     state = CatalogState()
     state.record_completed(prereq, f"mcp__x__{prereq}")
     assert await sent(boosted, query, state) == [other]
+
+
+async def test_a_huge_message_is_read_at_both_ends() -> None:
+    builder = CatalogBuilder(config(enabled=True, top_k=1))
+    paste = "lorem ipsum dolor " * 50_000
+    state = CatalogState()
+    names = await sent(builder, user(f"{paste}\nnow run kubectl_top please"), state)
+    assert "kubectl_top" in names and state.last is not None
+    assert state.last.reasons["named"] == 1
+    names = await sent(builder, user(f"use git_blame on this:\n{paste}"), state)
+    assert "git_blame" in names
+
+
+async def test_many_sessions_building_at_once_share_the_caches() -> None:
+    import anyio
+
+    builder = CatalogBuilder(config(enabled=True, top_k=3, tafc={"enabled": True}))
+    results: list[list[str]] = []
+
+    async def one(query: str, entries: list[Any]) -> None:
+        tools = await builder.build(entries, user(query), CatalogState())
+        results.append([t.name for t in tools])
+
+    halves = [ENTRIES[:60], ENTRIES[40:], ENTRIES]
+    async with anyio.create_task_group() as tg:
+        for n, (query, _) in enumerate(QUERIES):
+            tg.start_soon(one, query, halves[n % 3])
+    assert len(results) == len(QUERIES)
+    alone = await sent(CatalogBuilder(config(enabled=True, top_k=3, tafc={"enabled": True})),
+                       user(QUERIES[2][0]), CatalogState())
+    assert alone == await sent(builder, user(QUERIES[2][0]), CatalogState())

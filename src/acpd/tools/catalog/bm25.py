@@ -8,7 +8,8 @@ non-negative IDF ln(1 + (N - df + 0.5) / (df + 0.5)). Scores are divided by the 
 the query, so they are in [0, 1] like a cosine and a dependency boost means the same in both.
 
 A query with no word any tool has gives no vector (`score` returns None): the caller then
-filters nothing. Queries are cut to MAX_QUERY_CHARS (an attached file must not cost a turn).
+filters nothing. Queries are cut to MAX_QUERY_CHARS (the builder already passes only the
+start and the end of a long message).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 K1 = 1.2
 B = 0.75
-MAX_QUERY_CHARS = 8000
+MAX_QUERY_CHARS = 20_000
 _WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|[a-z]+|\d+")
 _STOP = (
     "a an and are as at be but by can do does for from has have how i if in into is it its "

@@ -51,6 +51,10 @@ log = logging.getLogger("acpd.catalog")
 EMBEDDING_PAUSE = 60.0
 """After a failed embeddings request, BM25 is used for this long before trying again."""
 MAX_VECTORS = 8192
+QUERY_EDGE = 8000
+"""A message longer than twice this is read as its first and last QUERY_EDGE characters
+(for mentions and scoring): a pasted file must not cost a turn, and requests sit at the
+start or the end of a message."""
 OFFLOAD_AT = 8
 MAX_INDEXES = 8
 _MENTION = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
@@ -89,11 +93,15 @@ def native_tool_use(provider: object) -> bool:
 
 
 def last_query(history: Sequence[Message]) -> tuple[str, set[str]]:
-    """The last user message's text, and the tool names called after it (this turn)."""
+    """The last user message's text (see QUERY_EDGE), and the tool names called after it
+    (this turn)."""
     called: set[str] = set()
     for message in reversed(history):
         if message.role == "user":
-            return message.text, called
+            text = message.text
+            if len(text) > 2 * QUERY_EDGE:
+                text = f"{text[:QUERY_EDGE]}\n{text[-QUERY_EDGE:]}"
+            return text, called
         if message.role == "assistant":
             called.update(c.name for c in message.tool_calls)
     return "", called
@@ -134,10 +142,12 @@ class CatalogBuilder:
         """The tool definitions for the next model request; the report goes to `state`."""
         names = [name for name, _ in entries]
         fresh = [spec for _, spec in entries if not self._known(spec)]
+        # Prepared off the loop, stored on it: another session's build may be reading.
         if len(fresh) > OFFLOAD_AT:
-            await anyio.to_thread.run_sync(self._prepare, fresh)
+            prepared = await anyio.to_thread.run_sync(self._prepare, fresh)
         else:
-            self._prepare(fresh)
+            prepared = self._prepare(fresh)
+        self._tools.update((t.spec.id, t) for t in prepared)
         tools = [self._tools[spec.id] for _, spec in entries]
         if len(self._tools) > 2 * len(tools) + 64:  # a reload replaced the specs
             live = {t.spec.id for t in tools}
@@ -150,9 +160,10 @@ class CatalogBuilder:
         cached = self._tools.get(spec.id)
         return cached is not None and cached.spec is spec
 
-    def _prepare(self, specs: list[ToolSpec]) -> None:
+    def _prepare(self, specs: list[ToolSpec]) -> list[_Tool]:
         """Schema, description length, and (when their feature is on) BM25 document and
-        TAFC score of each spec; thread-safe enough: each entry is written whole, once."""
+        TAFC score of each spec. Touches no shared state (it may run on a thread)."""
+        prepared = []
         for spec in specs:
             schema = spec.input_schema()
             tool = _Tool(spec, schema, len(spec.description.split()))
@@ -160,7 +171,8 @@ class CatalogBuilder:
                 tool.document = tool_document(spec.name, spec.description, schema)
             if self.config.tafc.enabled:
                 tool.complexity = tafc.complexity(schema)
-            self._tools[spec.id] = tool
+            prepared.append(tool)
+        return prepared
 
     async def _choose(
         self, names: list[str], tools: list[_Tool], history: Sequence[Message],

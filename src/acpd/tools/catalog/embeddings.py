@@ -60,7 +60,8 @@ class EmbeddingClient:
                 status = r.status_code
         except httpx.TimeoutException:
             raise EmbeddingError(f"{self.url} timed out after {self.timeout:g} s") from None
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL, ValueError, OSError) as exc:
+            # ValueError: e.g. a key or URL httpx cannot encode; never echo the key.
             raise EmbeddingError(f"{self.url}: {type(exc).__name__}") from None
         if status != 200:
             snippet = _snippet(raw, self._api_key)
