@@ -82,7 +82,7 @@ async def test_reasons_always_on_named_short_and_order() -> None:
 async def test_mentions_are_whole_names_not_parts() -> None:
     builder = CatalogBuilder(config(enabled=True, top_k=1))
     state = CatalogState()
-    await sent(builder, user("the git_log-ish thing; not run_tests_now or xgrep"), state)
+    await sent(builder, user("the git_log-ish thing; not run_tests_now, xgrep or grepé"), state)
     assert state.last is not None and "named" not in state.last.reasons
     await sent(builder, user("Use GREP. Then git_log, (bash)"), state)
     assert state.last is not None and state.last.reasons["named"] == 3
@@ -229,3 +229,27 @@ async def test_many_sessions_building_at_once_share_the_caches() -> None:
     alone = await sent(CatalogBuilder(config(enabled=True, top_k=3, tafc={"enabled": True})),
                        user(QUERIES[2][0]), CatalogState())
     assert alone == await sent(builder, user(QUERIES[2][0]), CatalogState())
+
+
+async def test_scripted_provider_records_requests(tmp_path: Any) -> None:
+    import json
+
+    from acpd.providers.base import ModelRequest, ProviderError, ToolDefinition
+    from acpd.providers.scripted import ScriptedProvider
+
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [{"text": "a"}, {"text": "b"}],
+                                  "record": "out/requests.jsonl"}))
+    provider = ScriptedProvider(script)
+    request = ModelRequest("sys", user("hello"), [ToolDefinition("t", "d", {"type": "object"})])
+    with pytest.raises(ProviderError, match="cannot record"):  # out/ does not exist
+        [e async for e in provider.stream(request)]
+    (tmp_path / "out").mkdir()
+    [e async for e in provider.stream(request)]
+    (line,) = (tmp_path / "out" / "requests.jsonl").read_text().splitlines()
+    assert json.loads(line) == {"tools": [{"name": "t", "description": "d",
+                                           "parameters": {"type": "object"}}],
+                                "messages": 1, "query": "hello"}
+    script.write_text(json.dumps({"turns": [], "record": 3}))
+    with pytest.raises(ValueError, match="record must be a file name"):
+        ScriptedProvider(script)

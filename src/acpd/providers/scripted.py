@@ -155,8 +155,11 @@ def _record(path: Path, request: ModelRequest) -> None:
         "messages": len(request.messages),
         "query": query,
     }
-    with path.open("ab") as handle:
-        handle.write(orjson.dumps(line) + b"\n")
+    try:
+        with path.open("ab") as handle:
+            handle.write(orjson.dumps(line) + b"\n")
+    except OSError as exc:
+        raise ProviderError(f"cannot record the request to {path}: {exc.strerror or exc}") from None
 
 
 def _usage(usage: dict[str, Any]) -> UsageEvent:

@@ -57,7 +57,7 @@ QUERY_EDGE = 8000
 start or the end of a message."""
 OFFLOAD_AT = 8
 MAX_INDEXES = 8
-_MENTION = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
+_MENTION = re.compile(r"\w[\w-]*")
 Keys = tuple[str, str]
 
 
