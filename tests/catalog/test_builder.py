@@ -253,3 +253,27 @@ async def test_scripted_provider_records_requests(tmp_path: Any) -> None:
     script.write_text(json.dumps({"turns": [], "record": 3}))
     with pytest.raises(ValueError, match="record must be a file name"):
         ScriptedProvider(script)
+
+
+async def test_two_sessions_with_different_tools_under_one_id() -> None:
+    import dataclasses
+
+    import anyio
+
+    builder = CatalogBuilder()
+    other = [(n, dataclasses.replace(s, description=f"other server: {s.description}"))
+             for n, s in ENTRIES[:8]]
+    await builder.build(ENTRIES[:50], user("x"), CatalogState())  # 50 of mine are known
+    seen: dict[str, list[str]] = {}
+
+    async def one(label: str, entries: list[Any]) -> None:
+        tools = await builder.build(entries, user("x"), CatalogState())
+        seen[label] = [t.description for t in tools]
+
+    async with anyio.create_task_group() as tg:
+        # Mine: 50 known, 50 new (prepared on a thread); meanwhile the other session's 8
+        # tools, under the same ids as 8 of mine, are prepared and cached.
+        tg.start_soon(one, "mine", ENTRIES)
+        tg.start_soon(one, "other", other)
+    assert seen["mine"] == [s.description for _, s in ENTRIES]
+    assert all(d.startswith("other server") for d in seen["other"])

@@ -141,14 +141,18 @@ class CatalogBuilder:
     ) -> list[ToolDefinition]:
         """The tool definitions for the next model request; the report goes to `state`."""
         names = [name for name, _ in entries]
-        fresh = [spec for _, spec in entries if not self._known(spec)]
-        # Prepared off the loop, stored on it: another session's build may be reading.
+        known = [self._cached(spec) for _, spec in entries]
+        fresh = [spec for (_, spec), tool in zip(entries, known, strict=True) if tool is None]
+        # Prepared off the loop, stored on it: another session's build may be reading. This
+        # build uses its own lookups, not the cache after the wait: two sessions may hold
+        # different tools under one id (two MCP servers both named "github").
         if len(fresh) > OFFLOAD_AT:
             prepared = await anyio.to_thread.run_sync(self._prepare, fresh)
         else:
             prepared = self._prepare(fresh)
         self._tools.update((t.spec.id, t) for t in prepared)
-        tools = [self._tools[spec.id] for _, spec in entries]
+        new = iter(prepared)
+        tools = [tool if tool is not None else next(new) for tool in known]
         if len(self._tools) > 2 * len(tools) + 64:  # a reload replaced the specs
             live = {t.spec.id for t in tools}
             self._tools = {k: v for k, v in self._tools.items() if k in live}
@@ -156,9 +160,9 @@ class CatalogBuilder:
         state.last = report
         return self._definitions(names, tools, chosen, native, report)
 
-    def _known(self, spec: ToolSpec) -> bool:
+    def _cached(self, spec: ToolSpec) -> _Tool | None:
         cached = self._tools.get(spec.id)
-        return cached is not None and cached.spec is spec
+        return cached if cached is not None and cached.spec is spec else None
 
     def _prepare(self, specs: list[ToolSpec]) -> list[_Tool]:
         """Schema, description length, and (when their feature is on) BM25 document and
