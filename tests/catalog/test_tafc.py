@@ -92,8 +92,12 @@ def test_threshold_from_toml_nan(tmp_path: object) -> None:
     assert Config.model_validate(data).agent.catalog.tafc.complexity_threshold == 0.6
     data = tomllib.loads("[agent.catalog.tafc]\ncomplexity_threshold = inf\n")
     assert Config.model_validate(data).agent.catalog.tafc.complexity_threshold == 0.6
-    with pytest.raises(ValidationError):
-        TafcConfig.model_validate({"complexity_threshold": "high"})
+    for text, expected in (("0.5", 0.5), ("nan", 0.6), ("2", 1.0), ("-inf", 0.6)):
+        got = TafcConfig.model_validate({"complexity_threshold": text}).complexity_threshold
+        assert got == expected, text
+    for bad in ("high", True, None, [0.5]):
+        with pytest.raises(ValidationError):
+            TafcConfig.model_validate({"complexity_threshold": bad})
 
 
 def test_stored_calls_lose_the_reasoning() -> None:

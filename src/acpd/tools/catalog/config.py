@@ -39,10 +39,15 @@ class TafcConfig(_Section):
 
     @field_validator("complexity_threshold", mode="before")
     @classmethod
-    def _clamp(cls, value: object) -> object:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return value  # pydantic says what is wrong with it
-        return clamp_threshold(float(value))
+    def _number(cls, value: object) -> object:
+        if isinstance(value, bool):
+            raise ValueError("must be a number in [0, 1], not a boolean")
+        return value
+
+    @field_validator("complexity_threshold")
+    @classmethod
+    def _clamp(cls, value: float) -> float:
+        return clamp_threshold(value)
 
 
 class DependencyRule(_Section):
