@@ -9,8 +9,8 @@ npm and docs servers) and its 20 prompts, each naming the tool a person would ex
 (a) Savings: for every prompt, the tokens of the tool definitions a request carries (name,
 description and JSON Schema as the providers encode them, at the daemon's own estimate of 4
 characters a token, daemon/turn.py) with the BM25 filter (`[agent.catalog] enabled`, top_k 5
-and 10, nothing always-on) against the same request unfiltered, plus the recall: how many
-prompts kept their expected tool.
+and 10, the default always_on list, of which 4 tools are in this catalog) against the same
+request unfiltered, plus the recall: how many prompts kept their expected tool.
 (b) Build time per turn, median over many turns cycling through the prompts, against a named
 baseline measured in the same run: the unfiltered build acpd did before (one ToolDefinition
 per tool from `spec.input_schema()`). The candidate is the whole builder (filter, dependency

@@ -23,7 +23,16 @@ def anyio_backend() -> str:
 
 
 def config(**values: Any) -> CatalogConfig:
-    return CatalogConfig.model_validate(values)
+    """Nothing always on unless given (the defaults are tested on their own)."""
+    return CatalogConfig.model_validate({"always_on": [], **values})
+
+
+async def test_default_always_on_is_the_agents_plumbing() -> None:
+    state = CatalogState()
+    names = await sent(CatalogBuilder(CatalogConfig(enabled=True, top_k=1)),
+                       user("scale the payments deployment"), state)
+    assert {"memory_save", "memory_search", "update_plan", "ask_user"} <= set(names)
+    assert state.last is not None and state.last.reasons["always_on"] == 4
 
 
 def user(text: str) -> list[Message]:

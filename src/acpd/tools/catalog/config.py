@@ -18,6 +18,12 @@ import re
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 DEFAULT_THRESHOLD = 0.6
+DEFAULT_ALWAYS_ON = (
+    "memory_search", "memory_save", "load_skill", "scheduler", "compress_context",
+    "read_overflow", "update_plan", "ask_user",
+)
+"""The seed's four plus the agent's own plumbing, which no user request names: the model
+must always be able to read a cut output back, keep its plan, ask the user."""
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_*?\[\]!-]{1,140}$")
 
 
@@ -102,8 +108,9 @@ class CatalogConfig(_Section):
     """How many tools the similarity ranking adds (beyond those always included)."""
     min_description_words: int = Field(3, ge=0, le=100)
     """A tool whose description has fewer words is always sent (too short to rank)."""
-    always_on: list[str] = Field(default_factory=list)
-    """Names, ids or globs always sent (and never held back by `requires`)."""
+    always_on: list[str] = Field(default_factory=lambda: list(DEFAULT_ALWAYS_ON))
+    """Names, ids or globs always sent (and never held back by `requires`); names of tools
+    that do not exist match nothing."""
     tafc: TafcConfig = Field(default_factory=TafcConfig)
     dependencies: DependenciesConfig = Field(default_factory=DependenciesConfig)
     embeddings: EmbeddingsConfig = Field(default_factory=EmbeddingsConfig)
