@@ -162,7 +162,7 @@ async def test_a_task_due_during_a_turn_is_said_at_once(
     (said,) = due_messages(client, "check the build")
     done = next(i for i, (kind, u) in enumerate(client.events) if kind == "update"
                 and u.get("sessionUpdate") == "agent_message_chunk"
-                and "done" == u["content"].get("text"))
+                and u["content"].get("text") == "done")
     assert said < done
 
 
@@ -249,7 +249,9 @@ async def test_compress_context_summarises_older_turns_into_knowledge(
     assert messages[0] == {**messages[0], "role": "user", "text": "compress now"}
     assert not any("codeword is PELICAN" in m["text"] for m in messages)
     with sqlite3.connect(data_dir / "native" / "native.sqlite3") as db:
-        rows = db.execute("SELECT session_id, summary, strategy, messages FROM knowledge").fetchall()
+        rows = db.execute(
+            "SELECT session_id, summary, strategy, messages FROM knowledge"
+        ).fetchall()
     assert rows == [(session_id, "The user set the codeword PELICAN and the colour teal.",
                      "autonomous", 4)]
 

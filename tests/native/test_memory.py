@@ -17,7 +17,8 @@ HOSTILE = [
     '"', '""', '"tests', "tests*", "*", "NEAR(", "NEAR(tests run, 2)", "-", "-tests", "a AND",
     "OR", "AND", "NOT", "NOT tests", "content:tests", "notes_fts:run", "^tests", ")(", "{tests}",
     "tests:", "'; DROP TABLE notes;--", "\x00tests", "tests\\", "[tests]", "+tests",
-    "tests AND NOT", '"""*"""', "::", ".", "rank", "bm25(notes_fts)", "\u202etests", "ｔｅｓｔｓ",
+    "tests AND NOT", '"""*"""', "::", ".", "rank", "bm25(notes_fts)", "\u202etests",
+    "\uff54\uff45\uff53\uff54\uff53",
     "tests " * 400,
 ]
 
