@@ -165,8 +165,16 @@ class SkillCatalog:
     settings: SkillsConfig
 
     def roots_for(self, cwd: str) -> list[Path]:
-        extra = [Path(cwd, *WORKSPACE_SKILLS)] if self.settings.workspace_dir and cwd else []
-        return [*self.roots, *extra]
+        """The fixed roots, then the workspace's when it is inside the workspace (a
+        `.acpd/skills` symlinked elsewhere is not followed out of the repository)."""
+        if not (self.settings.workspace_dir and cwd):
+            return list(self.roots)
+        local = Path(cwd, *WORKSPACE_SKILLS)
+        inside = os.path.realpath(cwd)
+        if os.path.commonpath([inside, os.path.realpath(local)]) != inside:
+            log.warning("%s leads outside the workspace; its skills are not used", local)
+            return list(self.roots)
+        return [*self.roots, local]
 
     def scan(self, cwd: str = "") -> tuple[dict[str, Skill], list[str]]:
         """Every valid skill by name (the first root wins) and the errors of the others."""
