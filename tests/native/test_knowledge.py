@@ -1,0 +1,52 @@
+"""The Knowledge block: stored entries (real SQLite) reach the system prompt of the next turn,
+appended (never replacing), capped with the oldest entries giving way."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from acpd.daemon.native_hooks import loop_limits
+from acpd.daemon.turn import DEFAULT_SYSTEM_PROMPT, LoopLimits
+from acpd.providers.base import Message
+from acpd.tools.native.compress import cut_point, knowledge_block, transcript
+from tests.native.conftest import RigFactory
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_entries_reach_the_system_prompt_appended(rig: RigFactory) -> None:
+    kit = rig().kit
+    assert kit.native is not None and kit.native.knowledge is not None
+    rt = SimpleNamespace(toolkit=kit, limits=LoopLimits())
+    session = SimpleNamespace(id="sess-k")
+    assert await loop_limits(session, rt) is rt.limits  # type: ignore[arg-type]
+    await kit.native.knowledge.append("sess-k", "first summary", "autonomous", 4)
+    await kit.native.knowledge.append("sess-k", "second summary", "autonomous", 2)
+    await kit.native.knowledge.append("sess-other", "not mine", "autonomous", 2)
+    limits = await loop_limits(session, rt)  # type: ignore[arg-type]
+    system = limits.system_prompt or ""
+    assert system.startswith(DEFAULT_SYSTEM_PROMPT)
+    assert system.index("first summary") < system.index("second summary")
+    assert "## Knowledge" in system and "not mine" not in system
+    own = SimpleNamespace(toolkit=kit, limits=LoopLimits(system_prompt="Custom {cwd}"))
+    assert (await loop_limits(session, own)).system_prompt.startswith("Custom {cwd}")  # type: ignore[arg-type,union-attr]
+
+
+def test_the_block_keeps_the_newest_within_its_cap() -> None:
+    block = knowledge_block(["a" * 600, "b" * 600, "c" * 600], 1_300)
+    assert "c" * 600 in block and "b" * 600 in block and "a" * 600 not in block
+    assert "1 older summaries dropped" in block
+    assert knowledge_block([], 1_000) == ""
+
+
+def test_the_cut_keeps_whole_turns_and_the_transcript_is_capped() -> None:
+    history = [Message("user", "one"), Message("assistant", "a1"), Message("user", "two"),
+               Message("assistant", "", []), Message("tool", "r" * 5000, tool_call_id="c"),
+               Message("user", "three")]
+    assert cut_point(history, 1) == 5 and cut_point(history, 2) == 2
+    assert cut_point(history, 9) == 0
+    text = transcript(history[:5], 100_000)
+    assert "USER: one" in text and "characters in all]" in text
+    assert transcript(history, 1_000).startswith("[... the oldest part is left out ...]")
