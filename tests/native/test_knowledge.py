@@ -3,13 +3,15 @@ appended (never replacing), capped with the oldest entries giving way."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from types import SimpleNamespace
 
+import anyio
 import pytest
 
 from acpd.daemon.native_hooks import loop_limits
 from acpd.daemon.turn import DEFAULT_SYSTEM_PROMPT, LoopLimits
-from acpd.providers.base import Message
+from acpd.providers.base import Message, ModelEvent, ModelRequest, StopEvent, TextDelta
 from acpd.tools.native.compress import cut_point, knowledge_block, transcript
 from tests.native.conftest import RigFactory
 
@@ -50,3 +52,67 @@ def test_the_cut_keeps_whole_turns_and_the_transcript_is_capped() -> None:
     text = transcript(history[:5], 100_000)
     assert "USER: one" in text and "characters in all]" in text
     assert transcript(history, 1_000).startswith("[... the oldest part is left out ...]")
+
+
+class HeldModel:
+    """A model whose summary waits until the test lets it go."""
+
+    context_window = 100_000
+    name = "held"
+
+    def __init__(self) -> None:
+        self.go = anyio.Event()
+        self.asked = anyio.Event()
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        assert request.tools == []  # the summariser is never given a tool
+        self.asked.set()
+        await self.go.wait()
+        yield TextDelta("the summary")
+        yield StopEvent("end_turn")
+
+
+class LentSession:
+    def __init__(self, model: HeldModel) -> None:
+        self.id = "sess-test"
+        self.model = model
+        self.history = [Message("user", "one"), Message("assistant", "a1"),
+                        Message("user", "two"), Message("assistant", "a2"),
+                        Message("user", "compress")]
+
+    def provider(self) -> HeldModel:
+        return self.model
+
+    def in_turn(self) -> bool:
+        return True
+
+    def closed(self) -> bool:
+        return False
+
+    async def say(self, text: str) -> None:
+        return None
+
+    def drop_oldest(self, count: int) -> None:
+        del self.history[:count]
+
+
+async def test_a_compress_while_compressing_is_refused(rig: RigFactory) -> None:
+    r = rig()
+    assert r.kit.native is not None
+    model = HeldModel()
+    session = LentSession(model)
+    r.kit.native.live.add(session)  # type: ignore[arg-type]
+    results = []
+    async with anyio.create_task_group() as group:
+        async def first() -> None:
+            results.append(await r.run("compress_context", {}))
+
+        group.start_soon(first)
+        await model.asked.wait()
+        second = await r.run("compress_context", {})
+        assert second.error is not None and "already running" in second.text
+        assert len(session.history) == 5
+        model.go.set()
+    (done,) = results
+    assert done.error is None and "Compressed 4 earlier messages" in done.text, done.text
+    assert [m.text for m in session.history] == ["compress"]
