@@ -289,3 +289,39 @@ async def test_a_failed_or_recursive_compress_keeps_every_message(
         "hello", "compress 0", "compress 1", "compress 2"]
     with sqlite3.connect(data_dir / "native" / "native.sqlite3") as db:
         assert db.execute("SELECT count(*) FROM knowledge").fetchone()[0] == 0
+
+
+async def test_a_configured_compress_model_summarises_instead_of_the_session_model(
+    tmp_path: Path, data_dir: Path, workspace: Path
+) -> None:
+    summariser = write_script(tmp_path / "summariser.json",
+                              [{"text": "Summary written by the compress model."}])
+    script = write_script(tmp_path / "s.json", [
+        {"text": "first answer"}, call("compress_context"), {"text": "after compressing"},
+    ])
+    config = config_file(tmp_path, f'[tools.native.compress]\nmodel = "scripted:{summariser}"\n')
+    client = RecordingClient()
+    async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, script=script,
+                    client=client, args=config) as run:
+        session_id = await run.open_session()
+        assert await run.prompt(session_id, "first") == "end_turn"
+        assert await run.prompt(session_id, "compress") == "end_turn"
+        (card,) = finals(client)
+        assert card["status"] == "completed" and card["rawOutput"]["compressed"] == 2
+        # The session's own script was not spent on the summary: its next turn came next.
+        assert "after compressing" in client.texts()
+    with sqlite3.connect(data_dir / "native" / "native.sqlite3") as db:
+        (row,) = db.execute("SELECT summary FROM knowledge").fetchall()
+    assert row == ("Summary written by the compress model.",)
+    gone = tmp_path / "gone.json"
+    broken = config_file(tmp_path, f'[tools.native.compress]\nmodel = "scripted:{gone}"\n')
+    client = RecordingClient()
+    write_script(script, [{"text": "one"}, call("compress_context"), {"text": "two"}])
+    async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, script=script,
+                    client=client, args=broken, name="broken") as run:
+        session_id = await run.open_session()
+        assert await run.prompt(session_id, "first") == "end_turn"
+        assert await run.prompt(session_id, "compress") == "end_turn"
+        (card,) = finals(client)
+    assert card["status"] == "failed" and "summarising model cannot be used" in card_text(card)
+    assert len(stored_messages(data_dir, session_id)) == 6

@@ -4,6 +4,7 @@ appended (never replacing), capped with the oldest entries giving way."""
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from pathlib import Path
 from types import SimpleNamespace
 
 import anyio
@@ -116,3 +117,16 @@ async def test_a_compress_while_compressing_is_refused(rig: RigFactory) -> None:
     (done,) = results
     assert done.error is None and "Compressed 4 earlier messages" in done.text, done.text
     assert [m.text for m in session.history] == ["compress"]
+
+
+def test_a_compress_model_of_an_unknown_kind_is_a_config_error(tmp_path: Path) -> None:
+    from acpd.daemon.config import load_config
+    from acpd.daemon.errors import ConfigError
+
+    path = tmp_path / "acpd.toml"
+    path.write_text('[tools.native.compress]\nmodel = "nonsense"\n')
+    with pytest.raises(ConfigError, match=r"compress.*model|use openai:NAME"):
+        load_config(str(path))
+    path.write_text('[tools.native.scheduler]\nmin_period_secs = 0\n')
+    with pytest.raises(ConfigError, match="min_period_secs"):
+        load_config(str(path))

@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 class SessionHandle:
     """A daemon session as the native tools see it (tools/native/live.py)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, rt: Runtime) -> None:
         self._session = session
+        self._rt = rt
 
     @property
     def id(self) -> str:
@@ -38,6 +39,13 @@ class SessionHandle:
         return self._session.history
 
     def provider(self) -> Provider | None:
+        """`[tools.native.compress] model` when set (made afresh for each use), else the
+        session's. Raises what the provider factory raises for a bad model."""
+        model = self._rt.config.tools.native.compress.model
+        if model:
+            from acpd.providers.factory import make_provider
+
+            return make_provider(model, self._rt.config)
         return self._session.provider if self._session.model is not None else None
 
     def in_turn(self) -> bool:
@@ -76,7 +84,7 @@ async def session_live(session: Session, rt: Runtime) -> None:
     """A prompt starts, or the session was loaded: live now, its due tasks said."""
     native = rt.toolkit.native
     if native is not None:
-        await native.session_live(SessionHandle(session))
+        await native.session_live(SessionHandle(session, rt))
 
 
 async def loop_limits(session: Session, rt: Runtime) -> LoopLimits:

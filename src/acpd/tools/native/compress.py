@@ -6,7 +6,7 @@ What happens on a call:
      cut is always at a user message, so a tool call never loses its result); fewer than
      `min_messages` such messages: nothing to do, and the call says so;
   2. that part is rendered as a transcript (the newest `max_transcript_chars`) and sent to the
-     session's provider with no tools, within `budget_secs`;
+     session's model (or `[tools.native.compress] model`) with no tools, within `budget_secs`;
   3. only when a non-empty summary came back: it is stored as a Knowledge entry (with its
      strategy, `autonomous`: the agent asked, and the number of messages it replaces), then
      the compressed messages leave the history (in memory and in the session store).
@@ -207,7 +207,10 @@ class Compressor:
             raise ToolError(ErrorCategory.POLICY_BLOCKED, "a compress_context is already "
                             "running for this session (it is never recursive)",
                             suggestion="Wait for it to finish; do not call it again now.")
-        provider = session.provider()
+        try:
+            provider = session.provider()
+        except Exception as exc:  # a bad [tools.native.compress] model: said, nothing lost
+            raise _failed(f"the summarising model cannot be used: {str(exc)[:300]}") from None
         if provider is None:
             raise ToolError(ErrorCategory.PERMANENT_FAILURE,
                             "the session has no model to summarise with (direct mode)")

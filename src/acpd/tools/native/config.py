@@ -6,7 +6,7 @@ accident: a huge period, a zero budget or a negative count is refused when the c
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class _Section(BaseModel):
@@ -50,6 +50,18 @@ class CompressConfig(_Section):
     budget_secs: float = Field(120.0, gt=0, le=900)
     max_knowledge_chars: int = Field(32_000, ge=1_000, le=400_000)
     """The Knowledge block's cap in the system prompt: the oldest summaries give way."""
+    model: str = Field("", max_length=4096)
+    """The model that summarises (`openai:NAME`, `anthropic:NAME`, `scripted:PATH`, as for
+    `[agent] model`); empty: the session's own (the seeds' `compress_provider`)."""
+
+    @field_validator("model")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if value:
+            from acpd.providers.factory import parse_spec
+
+            parse_spec(value)  # ProviderSpecError (a ValueError) names the forms accepted
+        return value
 
 
 class NativeConfig(_Section):

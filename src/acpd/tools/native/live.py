@@ -24,7 +24,8 @@ class LiveSession(Protocol):
         ...
 
     def provider(self) -> Provider | None:
-        """The session's model now (None: direct mode, no model)."""
+        """The model to summarise with: the configured one, else the session's now (None:
+        direct mode, no model)."""
         ...
 
     def in_turn(self) -> bool:
