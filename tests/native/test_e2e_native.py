@@ -149,7 +149,12 @@ async def test_a_task_due_during_a_turn_is_said_at_once(
     tmp_path: Path, data_dir: Path, workspace: Path
 ) -> None:
     script = write_script(tmp_path / "s.json", [
-        call("scheduler", action="schedule", message="check the build", delay_seconds=1),
+        {"tool_calls": [
+            {"name": "scheduler", "arguments": {"action": "schedule",
+                                                "message": "check the build", "delay_seconds": 1}},
+            {"name": "scheduler", "arguments": {"action": "schedule",
+                                                "message": "next week", "delay_seconds": 604800}},
+        ]},
         {"delay": 8, "text": "done"},  # the model thinks for a while: the task comes due
     ])
     client = RecordingClient()
@@ -157,7 +162,13 @@ async def test_a_task_due_during_a_turn_is_said_at_once(
                     client=client, args=config_file(tmp_path, SCHEDULER_CONFIG)) as run:
         session_id = await run.open_session()
         assert await run.prompt(session_id, "remind me") == "end_turn"
-    (scheduled,) = finals(client)
+        tasks = data_dir / "native" / "native.sqlite3"
+        with sqlite3.connect(tasks) as db:
+            assert db.execute("SELECT message FROM tasks").fetchall() == [("next week",)]
+        await run.raw("session/delete", {"sessionId": session_id})
+        with sqlite3.connect(tasks) as db:  # the session's tasks went with it
+            assert db.execute("SELECT count(*) FROM tasks").fetchone()[0] == 0
+    scheduled, _ = finals(client)
     assert scheduled["status"] == "completed" and "check the build" in card_text(scheduled)
     (said,) = due_messages(client, "check the build")
     done = next(i for i, (kind, u) in enumerate(client.events) if kind == "update"
@@ -259,6 +270,13 @@ async def test_compress_context_summarises_older_turns_into_knowledge(
         ).fetchall()
     assert rows == [(session_id, "The user set the codeword PELICAN and the colour teal.",
                      "autonomous", 4)]
+    # Deleting the session deletes its Knowledge too.
+    async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, script=script,
+                    name="delete") as run:
+        await run.initialize()
+        await run.raw("session/delete", {"sessionId": session_id})
+    with sqlite3.connect(data_dir / "native" / "native.sqlite3") as db:
+        assert db.execute("SELECT count(*) FROM knowledge").fetchone()[0] == 0
 
 
 async def test_a_failed_or_recursive_compress_keeps_every_message(

@@ -199,6 +199,7 @@ class SessionMethods:
         await self.mcp.detach(session_id)
         # ACP: deleting a session that does not exist SHOULD succeed silently.
         self.rt.store.delete(session_id)
+        await native_hooks.session_deleted(session_id, self.rt)  # its tasks and Knowledge
         return {}
 
     def _live(self, session_id: str) -> Session:

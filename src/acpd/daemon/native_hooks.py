@@ -1,10 +1,11 @@
 """Where the daemon meets the native tools (tools/native): a session lent to them, and the
-three moments they need.
+moments they need.
 
   - a prompt starts (daemon/prompting.py) or a session is loaded (daemon/methods.py): the
     session is live for the scheduler and compress_context, and its due tasks are said;
   - a model turn starts: the session's Knowledge block (compress_context's summaries) is
-    appended to the system prompt.
+    appended to the system prompt;
+  - a session is deleted: its tasks and Knowledge entries are deleted too.
 Each hook does nothing when the toolkit has no native tools.
 """
 
@@ -85,6 +86,13 @@ async def session_live(session: Session, rt: Runtime) -> None:
     native = rt.toolkit.native
     if native is not None:
         await native.session_live(SessionHandle(session, rt))
+
+
+async def session_deleted(session_id: str, rt: Runtime) -> None:
+    """`session/delete`: its scheduler tasks and Knowledge entries go with it."""
+    native = rt.toolkit.native
+    if native is not None:
+        await native.forget(session_id)
 
 
 async def loop_limits(session: Session, rt: Runtime) -> LoopLimits:

@@ -78,6 +78,12 @@ class KnowledgeStore:
 
         await run_db(self.path, KNOWLEDGE_SCHEMA, BUDGET, work)
 
+    async def forget(self, session_id: str) -> None:
+        def work(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM knowledge WHERE session_id = ?", (session_id,))
+
+        await run_db(self.path, KNOWLEDGE_SCHEMA, BUDGET, work)
+
     async def entries(self, session_id: str) -> list[tuple[str, str, int]]:
         """(summary, strategy, messages) of the session's entries, oldest first."""
         def work(db: sqlite3.Connection) -> list[tuple[str, str, int]]:

@@ -8,18 +8,24 @@ but refuse, saying why.
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from pathlib import Path
 
 import anyio
 
+from acpd.tools.errors import ToolError
 from acpd.tools.native.compress import Compressor, KnowledgeStore, make_compress_spec
 from acpd.tools.native.config import NativeConfig
+from acpd.tools.native.db import DbTimeout
 from acpd.tools.native.delivery import Delivery
 from acpd.tools.native.live import LiveSession, LiveSessions
 from acpd.tools.native.memory import MemoryStore, make_memory_specs
 from acpd.tools.native.scheduler import TaskStore, make_scheduler_spec
 from acpd.tools.native.skills import SkillCatalog, make_skill_spec, skill_roots
 from acpd.tools.registry import ToolSource
+
+log = logging.getLogger("acpd.tools.native")
 
 NATIVE_DB = "native.sqlite3"
 
@@ -58,6 +64,22 @@ class NativeTools:
         self.live.add(session)
         if self.delivery is not None:
             await self.delivery.surface(session)
+
+    async def forget(self, session_id: str) -> None:
+        """The session was deleted: its tasks and Knowledge entries go (logged, never raised:
+        the delete itself has happened)."""
+        if self.tasks is not None:
+            try:
+                await self.tasks.forget(session_id)
+            except ToolError as exc:
+                log.warning("could not delete the tasks of %s: %s", session_id, exc.message)
+            if self.delivery is not None:
+                self.delivery.changed()
+        if self.knowledge is not None:
+            try:
+                await self.knowledge.forget(session_id)
+            except (DbTimeout, sqlite3.Error, OSError) as exc:
+                log.warning("could not delete the Knowledge of %s: %s", session_id, exc)
 
     async def knowledge_block(self, session_id: str) -> str:
         if self.knowledge is None:

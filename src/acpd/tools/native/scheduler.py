@@ -120,6 +120,13 @@ class TaskStore:
 
         return await self._run(work)
 
+    async def forget(self, session_id: str) -> None:
+        """Every task of a deleted session."""
+        def work(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM tasks WHERE session_id = ?", (session_id,))
+
+        await self._run(work)
+
     async def due(self, now: float, session_id: str | None = None) -> list[Task]:
         def work(db: sqlite3.Connection) -> list[Task]:
             where, args = "due_at <= ?", list[object]([now])
