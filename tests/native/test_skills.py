@@ -112,3 +112,19 @@ def test_roots_in_order_and_the_workspace_cannot_shadow_or_escape(tmp_path: Path
     (ws2 / ".acpd").mkdir(parents=True)
     (ws2 / ".acpd" / "skills").symlink_to(away)
     assert catalog.find("far", str(ws2)) is None
+
+
+def test_a_folder_swapped_for_a_symlink_after_the_check_does_not_lead_out(tmp_path: Path) -> None:
+    """What a swap between the realpath check and the open would give: the open itself
+    refuses to leave the root."""
+    from acpd.tools.native.skills import _open_beneath
+
+    root = tmp_path / "skills"
+    root.mkdir()
+    write(tmp_path / "away", "demo", GOOD)
+    (root / "demo").symlink_to(tmp_path / "away" / "demo")
+    with pytest.raises(SkillError, match="outside"):
+        _open_beneath(str(root.resolve()), "demo/SKILL.md", "shown")
+    write(root, "inside", GOOD.replace("demo", "inside"))
+    fd = _open_beneath(str(root.resolve()), "inside/SKILL.md", "shown")
+    os.close(fd)

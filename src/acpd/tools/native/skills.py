@@ -17,8 +17,9 @@ Rules and limits:
     a mapping with `name` and `description` strings; a broken skill is never loaded and the
     error says which file and what is wrong;
   - a SKILL.md is read only when it is a regular file with one link, at most MAX_SKILL_BYTES,
-    whose real path is inside its root's real path: a symlink or a hard link cannot make
-    load_skill read a file outside the skills folder;
+    whose real path is inside its root's real path, opened beneath the root (openat2
+    RESOLVE_BENEATH, so a folder swapped for a symlink after the check does not lead out): a
+    symlink or a hard link cannot make load_skill read a file outside the skills folder;
   - at most MAX_SKILLS folders a root are looked at.
 """
 
@@ -118,7 +119,7 @@ def read_skill_file(root: Path, folder: str) -> str:
     real = os.path.realpath(candidate)
     if os.path.commonpath([real_root, real]) != real_root:
         raise SkillError(f"{candidate}: resolves outside {real_root}; not read")
-    fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    fd = _open_beneath(real_root, os.path.relpath(real, real_root), candidate)
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
@@ -132,6 +133,39 @@ def read_skill_file(root: Path, folder: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise SkillError(f"{candidate}: not UTF-8 text") from None
+
+
+def _open_beneath(real_root: str, rel: str, shown: str) -> int:
+    """Open `rel` under `real_root` for reading, never outside it even if a folder on the way
+    is swapped for a symlink after the check above: openat2 with RESOLVE_BENEATH where the
+    kernel has it, else O_NOFOLLOW and a look at where the descriptor really points."""
+    from acpd.tools.fs.syscalls import (
+        RESOLVE_BENEATH,
+        RESOLVE_NO_MAGICLINKS,
+        openat2,
+        openat2_available,
+    )
+
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    if openat2_available():
+        root_fd = os.open(real_root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            return openat2(root_fd, rel, flags, resolve=RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
+        except OSError as exc:
+            if exc.errno == errno.EXDEV:
+                raise SkillError(f"{shown}: resolves outside {real_root}; not read") from None
+            raise
+        finally:
+            os.close(root_fd)
+    fd = os.open(os.path.join(real_root, rel), flags)
+    try:
+        opened = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        opened = os.path.join(real_root, rel)  # no /proc: the realpath check stands alone
+    if os.path.commonpath([real_root, opened]) != real_root:
+        os.close(fd)
+        raise SkillError(f"{shown}: resolves outside {real_root}; not read")
+    return fd
 
 
 def load_from(root: Path, folder: str) -> Skill | None:
