@@ -54,8 +54,8 @@ class Delivery:
                 self._wake = wake = anyio.Event()  # before the query: no change is missed
                 try:
                     upcoming = await self.store.next_due(frozenset(self.parked))
-                except ToolError as exc:
-                    log.warning("scheduler: %s", exc.message)
+                except Exception as exc:  # the loop outlives a bad disk: it looks again later
+                    log.warning("scheduler: %s", getattr(exc, "message", exc))
                     upcoming = time.time() + RETRY_AFTER
                 delay = MAX_SLEEP if upcoming is None else upcoming - time.time()
                 with anyio.move_on_after(min(MAX_SLEEP, max(0.0, delay))):
@@ -67,8 +67,8 @@ class Delivery:
         now = time.time()
         try:
             due = await self.store.due(now)
-        except ToolError as exc:
-            log.warning("scheduler: %s", exc.message)
+        except Exception as exc:
+            log.warning("scheduler: %s", getattr(exc, "message", exc))
             return
         for task in due:
             session = self.live.get(task.session_id)
