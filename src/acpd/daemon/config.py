@@ -20,6 +20,7 @@ from acpd.mcpclient.config import McpConfig
 from acpd.protocol.framing import DEFAULT_MAX_LINE_BYTES
 from acpd.tools.catalog.config import CatalogConfig
 from acpd.tools.diagnostics.config import DiagnosticsConfig
+from acpd.tools.native.config import NativeConfig
 from acpd.tools.plugins.config import CapabilitiesConfig, ToolFilterConfig
 
 if TYPE_CHECKING:
@@ -324,6 +325,8 @@ class ToolsConfig(Section):
     """Plugin (external) tools: denied unless allow_external (tools/plugins/config.py)."""
     capabilities: CapabilitiesConfig = Field(default_factory=CapabilitiesConfig)
     diagnostics: DiagnosticsConfig = Field(default_factory=DiagnosticsConfig)
+    native: NativeConfig = Field(default_factory=NativeConfig)
+    """memory_save/memory_search, load_skill, scheduler, compress_context (docs/native-tools.md)."""
 
     def rule_entries(self) -> dict[str, list[tuple[str, Literal["allow", "ask", "deny"]]]]:
         """Every rule as (pattern, action), by tool, whichever form the file used."""

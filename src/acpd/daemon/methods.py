@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acpd.daemon import direct, updates, v1extras
+from acpd.daemon import direct, native_hooks, updates, v1extras
 from acpd.daemon.confine import policy_rules
 from acpd.daemon.editor import TERMINAL_TIMEOUT, EditorFileSystem, EditorTerminalRunner
 from acpd.daemon.elicitation import EditorForms, client_takes_forms
@@ -120,6 +120,7 @@ class SessionMethods:
         for update in replay(self.rt.store.updates(session.id), shown):
             await session.send(update)
         await self._announce(session)()
+        await native_hooks.session_live(session, self.rt)  # due scheduler tasks (tools/native)
         return self._state(session)
 
     async def resume_session(self, params: Any) -> Reply:
@@ -198,6 +199,7 @@ class SessionMethods:
         await self.mcp.detach(session_id)
         # ACP: deleting a session that does not exist SHOULD succeed silently.
         self.rt.store.delete(session_id)
+        await native_hooks.session_deleted(session_id, self.rt)  # its tasks and Knowledge
         return {}
 
     def _live(self, session_id: str) -> Session:

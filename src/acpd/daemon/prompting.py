@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acpd.daemon import direct, updates
+from acpd.daemon import direct, native_hooks, updates
 from acpd.daemon.errors import SessionBusy
 from acpd.daemon.images import prompt_images
 from acpd.daemon.session_info import new_message_id, send_info, title_from_prompt
@@ -43,6 +43,7 @@ async def run_prompt(
             env.state.cache.invalidate()
             if env.state.extra is not None:  # MCP servers start at the first prompt
                 await env.state.extra.prepare()
+            await native_hooks.session_live(session, rt)  # its due scheduler tasks said
             text = prompt_text(blocks, images_apart=images is not None)
             stop = await _dispatch(session, text, rt, env, images or [])
         # Once a cancel was asked for, the answer is "cancelled" even if the turn reached its
@@ -84,7 +85,8 @@ async def _dispatch(
     from acpd.daemon.turn import run_turn
 
     session.remember(Message("user", text, images=images))
-    return await run_turn(session, session.provider, rt.pipeline, env, rt.limits)
+    limits = await native_hooks.loop_limits(session, rt)  # with the Knowledge block
+    return await run_turn(session, session.provider, rt.pipeline, env, limits)
 
 
 def _provider(model: str, rt: Runtime) -> Any:

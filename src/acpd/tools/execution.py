@@ -51,7 +51,7 @@ async def execute(
     ctx = ToolContext(
         view.tool_call_id, env.cwd, env.roots, env.fs, env.runner, publish, cleanups.append,
         env.shell_timeout, env.output_byte_limit, overflow=env.overflow,
-        approved=call.approved_by == "user", elicit=env.elicit,
+        approved=call.approved_by == "user", elicit=env.elicit, session_id=env.session_id,
     )
     try:
         return await _run(pipeline, call, spec, parsed, view, env, ctx)

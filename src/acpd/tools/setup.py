@@ -32,6 +32,7 @@ from acpd.tools.state import SessionToolSettings
 if TYPE_CHECKING:
     from acpd.checkpoint import Checkpoints
     from acpd.daemon.config import ToolsConfig
+    from acpd.tools.native.kit import NativeTools
 
 log = logging.getLogger("acpd.tools")
 
@@ -49,6 +50,8 @@ class Toolkit:
     with the shell policy's (started by `pipeline.shell.attach`)."""
     plugins: PluginTools | None = None
     """The plugin tools found (errors, warnings, refusals) and their hot reload."""
+    native: NativeTools | None = None
+    """memory, skills, scheduler, compress_context: their stores and live sessions."""
 
 
 def build_toolkit(
@@ -72,7 +75,8 @@ def build_toolkit(
     # as they are at each call (the rules are bound to the pipeline once it exists).
     paths = PathSource(shell)
     files = replace(tools.file.tools_config(), paths=paths)
-    core = core_sources(files, tools.web.fetch_settings(), tools.diagnostics)
+    native = build_native(tools, data_dir)
+    core = [*core_sources(files, tools.web.fetch_settings(), tools.diagnostics), native.source()]
     plugins = PluginTools(plugin_settings(tools, core), shell, core, tools.executor_order)
     registry = plugins.registry()
     policy = ToolPolicy(enabled_with_plugins(tools.enabled), RuleSet(tools.rule_entries()))
@@ -108,7 +112,18 @@ def build_toolkit(
     if config_file is not None and reload_tools is not None:
         rules = RulesReloader(pipeline, config_file, rules_loader(reload_tools), shell)
         shell.add_watcher(rules.watch)
-    return Toolkit(pipeline, settings, book, reloader, plugins)
+    shell.add_watcher(native.watch)  # the scheduler's delivery (runs only in the daemon)
+    return Toolkit(pipeline, settings, book, reloader, plugins, native)
+
+
+def build_native(tools: ToolsConfig, data_dir: Path | None) -> NativeTools:
+    """`[tools.native]`: stores under the data dir, skills from the config and user dirs."""
+    import platformdirs
+
+    from acpd.tools.native.kit import NativeTools
+
+    user = Path(platformdirs.user_config_dir("acpd"))
+    return NativeTools(tools.native, data_dir, user)
 
 
 def plugin_settings(tools: ToolsConfig, core: list[ToolSource]) -> PluginSettings:

@@ -125,6 +125,8 @@ class ToolContext:
     expected: object | None = None
     """What the user was shown before approving (tools/preview.py): the tool re-checks it
     before it acts and refuses to act on a stale approval."""
+    session_id: str = ""
+    """The calling session ("cli" for `acpd tools run`): what the native tools key on."""
 
 
 Executor = Callable[[Any, ToolContext], Awaitable[ToolOutput]]
