@@ -19,6 +19,13 @@ from acpd.daemon.image_models import DEFAULT_IMAGE_MODELS
 from acpd.mcpclient.config import McpConfig
 from acpd.protocol.framing import DEFAULT_MAX_LINE_BYTES
 from acpd.tools.diagnostics.config import DiagnosticsConfig
+from acpd.tools.gates.config import (
+    AdversarialPolicyConfig,
+    AuthorizationConfig,
+    HallucinationConfig,
+    LegacyConfig,
+    UtilityConfig,
+)
 from acpd.tools.plugins.config import CapabilitiesConfig, ToolFilterConfig
 
 if TYPE_CHECKING:
@@ -321,6 +328,12 @@ class ToolsConfig(Section):
     """Plugin (external) tools: denied unless allow_external (tools/plugins/config.py)."""
     capabilities: CapabilitiesConfig = Field(default_factory=CapabilitiesConfig)
     diagnostics: DiagnosticsConfig = Field(default_factory=DiagnosticsConfig)
+    # The gates (tools/gates, docs/gates.md): all off by default.
+    utility: UtilityConfig = Field(default_factory=UtilityConfig)
+    adversarial_policy: AdversarialPolicyConfig = Field(default_factory=AdversarialPolicyConfig)
+    authorization: AuthorizationConfig = Field(default_factory=AuthorizationConfig)
+    hallucination: HallucinationConfig = Field(default_factory=HallucinationConfig)
+    legacy: LegacyConfig = Field(default_factory=LegacyConfig)
 
     def rule_entries(self) -> dict[str, list[tuple[str, Literal["allow", "ask", "deny"]]]]:
         """Every rule as (pattern, action), by tool, whichever form the file used."""
