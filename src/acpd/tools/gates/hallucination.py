@@ -43,7 +43,13 @@ def missing_paths(spec: ToolSpec, parsed: Any, args: dict[str, Any], cwd: str) -
     except Exception:  # a tool's locations() failing is not the model's hallucination
         return []
     strict = spec.kind in MUST_EXIST
-    return [p for p in names if _absent(p, cwd, parent_too=not strict)]
+    return [_shown(p, cwd) for p in names if _absent(p, cwd, parent_too=not strict)]
+
+
+def _shown(path: str, cwd: str) -> str:
+    """A path under the workspace as the model would write it (relative)."""
+    inside = os.path.commonpath([cwd, path]) == cwd if os.path.isabs(path) else False
+    return os.path.relpath(path, cwd) if inside else path
 
 
 def warning(paths: list[str]) -> str:
