@@ -51,7 +51,7 @@ async def test_a_deny_verdict_refuses_the_call_and_tells_the_model(
 
 @pytest.mark.parametrize("answer", [
     "ALLOW.", "allow", "ALLOW because it is fine", "I think: ALLOW", "", "ALLOW DENY",
-    "`ALLOW`", "ＡＬＬＯＷ",
+    "`ALLOW`", "\uff21\uff2c\uff2c\uff2f\uff37", "ALLOW\u200b",
 ])
 async def test_anything_but_a_bare_verdict_denies(
     answer: str, tmp_path: Path, data_dir: Path, workspace: Path

@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from acpd.tools.audit import now_iso
+from acpd.tools.audit import caller_id, now_iso
 from acpd.tools.errors import ErrorCategory, ToolError
 from acpd.tools.redaction import redact_args, scrub, summarize_result
 from acpd.tools.spec import ToolInvocationRecord, ToolOutput, ToolSpec
@@ -143,14 +143,6 @@ def audit_record(
         "rules_hash": policy_hash,
         "shell_policy": _shell(call.shell),
     }
-
-
-NOT_ACP_SESSIONS = frozenset({"", "cli", "lsp"})
-
-
-def caller_id(session: str) -> str | None:
-    """The invoking principal: the ACP session the call was made in; None outside one."""
-    return None if session in NOT_ACP_SESSIONS else f"acp:{session}"
 
 
 def _judged(gates: dict[str, Any]) -> str | None:
