@@ -110,6 +110,7 @@ async def run_turn(
     # asks the session's model; a model without tool use calls tools from its text.
     env.judge = provider
     legacy = pipeline.gates.legacy_for(provider.name)
+    pipeline.gates.begin_turn(session.id, len(session.history))
     while True:
         # Built per request: the mode, the rules, the policy (a reload may have turned the
         # network off) and the anomaly blocks may have changed.
@@ -136,7 +137,9 @@ async def run_turn(
             return "end_turn"
         if reply.usage:
             await report_usage(session, reply.usage, budget, limits.prices)
-        unrun = take_calls(reply, limits.max_tool_calls_per_reply) if legacy else []
+        # A reply with native calls is answered natively even from a legacy model.
+        textual = legacy and not reply.calls
+        unrun = take_calls(reply, limits.max_tool_calls_per_reply) if textual else []
         if not reply.calls and not unrun:
             return {"max_tokens": "max_tokens", "refusal": "refusal"}.get(reply.stop, "end_turn")
         if rounds >= limits.max_tool_iterations:
@@ -152,7 +155,7 @@ async def run_turn(
             for n, call in enumerate(reply.calls):
                 last = n == len(reply.calls) - 1
                 outputs.append(await run_call(
-                    session, pipeline, env, call, note if last else "", remember=not legacy
+                    session, pipeline, env, call, note if last else "", remember=not textual
                 ))
                 # Refused calls never wait on anything: without this, a reply full of them
                 # would hold every other session (and the policy watcher) until it is done.
@@ -160,11 +163,11 @@ async def run_turn(
         finally:
             # Providers reject a history with unanswered tool calls; a cancelled round must
             # still leave one result per call.
-            if legacy:  # the results go back as text, in one message
+            if textual:  # the results go back as text, in one message
                 done = [*outputs, *[CANCELLED] * (len(reply.calls) - len(outputs))]
                 text = results_message(list(zip(reply.calls, done, strict=True)), unrun)
                 session.remember(Message("user", text))
-            for call in reply.calls[len(outputs) :] if not legacy else []:
+            for call in reply.calls[len(outputs) :] if not textual else []:
                 session.remember(Message("tool", CANCELLED, tool_call_id=call.id, is_error=True))
         recent = [*recent[-(DOOM_LOOP_REPEATS - 1) :], "\x1e".join(outputs)]
         if len(recent) == DOOM_LOOP_REPEATS and len(set(recent)) == 1:

@@ -38,6 +38,9 @@ CALL_TAGS = frozenset({"tool_call", "toolcall"})
 JSON_TAGS = frozenset({"json"})
 MAX_SCHEMA_CHARS = 2000
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
+# Markdown's line endings only: a U+2028 or a form feed does not start a line in the editor,
+# so it must not start a fence here (what runs is what the editor shows as a block).
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 INSTRUCTIONS = """\
 This model has no native tool calls: call tools by writing blocks in your reply.
@@ -138,7 +141,7 @@ def _shape(value: Any) -> tuple[str, dict[str, Any]] | str:
 def _blocks(text: str) -> list[tuple[str, str, bool, int]]:
     """(tag, body, closed, first line number) of each top-level fenced block."""
     blocks: list[tuple[str, str, bool, int]] = []
-    lines = text.splitlines()
+    lines = _LINE_BREAK.split(text)
     n = 0
     while n < len(lines):
         opening = _FENCE.match(lines[n])

@@ -44,6 +44,11 @@ class Gates:
 
         return any(fnmatch.fnmatchcase(model, g) for g in self.legacy.models)
 
+    def begin_turn(self, session: str, history_length: int) -> None:
+        """A turn starts: a conversation that got shorter (/clear, a compression) no longer
+        holds the earlier outputs, so repeating a call is useful again."""
+        self.utility.begin_turn(session, history_length)
+
     async def decide(self, call: Call, spec: ToolSpec, args: dict[str, Any], parsed: Any,
                      decision: Decision, env: CallEnv, remembered: bool | None) -> Decision:
         """The decision after the gates (never looser than `decision`); a gate that denies

@@ -17,7 +17,8 @@ Rules (the seed's invariants):
     low utility: the call is not run and the model is told why;
   - a tool that changes state is never skipped on its score alone (only on a scoring error);
   - the state is per session, in memory, bounded (recent `window` calls, MAX_SESSIONS
-    sessions, least recently used dropped first).
+    sessions, least recently used dropped first), and forgotten when the conversation gets
+    shorter (/clear, a compression): the model no longer has those outputs.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class _Seen:
 @dataclass(slots=True)
 class _History:
     calls: deque[_Seen] = field(default_factory=deque)
+    conversation: int = 0
+    """The conversation's length when the last turn began."""
 
 
 class UtilityScorer:
@@ -93,6 +96,16 @@ class UtilityScorer:
         if not math.isfinite(value):
             raise ValueError(f"the score is not a finite number ({value})")
         return Score(value, gain, cost, redundancy, exploration)
+
+    def begin_turn(self, session: str, history_length: int) -> None:
+        """Forget the calls of a conversation that got shorter (/clear, a compression): the
+        model no longer has their outputs."""
+        history = self._sessions.get(session)
+        if history is None:
+            return
+        if history_length < history.conversation:
+            history.calls.clear()
+        history.conversation = history_length
 
     def record(self, session: str, tool: str, args: dict[str, Any], changes_state: bool) -> None:
         """A call ran (or was at least attempted): it counts for the next scores."""
