@@ -128,3 +128,37 @@ async def test_user_requested_calls_are_planner_phase_and_not_judged(
     (line,) = done.lines
     assert line["phase"] == "planner" and line["caller"] == "slash"
     assert line["gates"] is None and line["caller_id"] == f"acp:{done.session_id}"
+
+
+async def test_a_cancel_while_the_judge_thinks_closes_the_card_and_runs_nothing(
+    tmp_path: Path, data_dir: Path, workspace: Path
+) -> None:
+    import asyncio
+
+    from tests.e2e.client import RecordingClient
+    from tests.e2e.harness import acpd, text, write_script
+    from tests.gates.daemon import audit
+
+    plan = {"entries": [{"content": "x", "priority": "low", "status": "pending"}]}
+    script = write_script(tmp_path / "s.json", [
+        {"tool_calls": [{"name": "update_plan", "arguments": plan},
+                        {"name": "bash", "arguments": {"command": WRITE}}]},
+        {"delay": 60, "text": "ALLOW"}, {"text": "after"},
+    ])
+    toml = tmp_path / "acpd.toml"
+    toml.write_text('[agent]\ndefault_mode = "auto"\n' + GATE
+                    + 'exempt_tools = ["update_plan"]\n')
+    client = RecordingClient()
+    async with acpd(tmp_path, data_dir=data_dir, workspace=workspace, client=client,
+                    args=("--model", f"scripted:{script}", "--config", str(toml))) as run:
+        session_id = await run.open_session()
+        prompt = asyncio.ensure_future(run.conn.prompt(session_id=session_id, prompt=text("go")))
+        await client.wait_for(lambda: any(u.get("status") == "completed"
+                                          for u in client.updates))
+        await run.conn.cancel(session_id=session_id)
+        assert (await asyncio.wait_for(prompt, 20)).stop_reason == "cancelled"
+        finals = [client.final(c["toolCallId"]) for c in client.tool_calls()]
+        assert [f["status"] for f in finals][:1] == ["completed"]
+        assert all(f["status"] == "failed" for f in finals[1:])  # no card left pending
+    assert not (workspace / "made.txt").exists()
+    assert all(line["decision"] != "allow" for line in audit(data_dir)[1:])
