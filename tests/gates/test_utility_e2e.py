@@ -73,3 +73,16 @@ async def test_skill_tools_and_user_requested_calls_are_exempt(
                             prompt="/bash echo y > y.txt")
     assert (workspace / "y.txt").read_text() == "y\n"
     assert slash.lines[-1]["phase"] == "planner" and slash.lines[-1]["gates"] is None
+
+
+async def test_status_names_the_gates_that_are_on(
+    tmp_path: Path, data_dir: Path, workspace: Path
+) -> None:
+    config = ON + "[tools.adversarial_policy]\nenabled = true\npolicies = [\"a\", \"b\"]\n"
+    done = await run_turns(tmp_path, data_dir, workspace, [], config, prompt="/status")
+    said = done.said()
+    assert "policy gate: judge scripted:" in said and "2 policies, fail_open=False" in said
+    assert "utility gate: threshold 0" in said and "authorization" not in said
+    plain = await run_turns(tmp_path, data_dir, workspace, [], model="t.json",
+                            prompt="/status")
+    assert "policy gate" not in plain.said() and "utility gate" not in plain.said()

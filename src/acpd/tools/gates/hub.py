@@ -49,6 +49,23 @@ class Gates:
         holds the earlier outputs, so repeating a call is useful again."""
         self.utility.begin_turn(session, history_length)
 
+    def status(self, model: str | None) -> str:
+        """`/status` lines for the gates that are on ("" when none is)."""
+        lines: list[str] = []
+        judge = self.judge.config
+        if judge.enabled:
+            lines.append(f"policy gate: judge {model or 'none (calls are denied)'}, "
+                         f"{len(judge.policies)} policies, fail_open={judge.fail_open}")
+        if self.utility.config.enabled:
+            lines.append(f"utility gate: threshold {self.utility.config.threshold:g}")
+        if self.authorization.enabled:
+            lines.append(f"authorization: {len(self.authorization.rules)} rules")
+        if model is not None and self.legacy_for(model):
+            lines.append("tool invocation: legacy (fenced blocks in the model's text)")
+        if self.hallucination:
+            lines.append("hallucination warnings: on")
+        return "".join(f"\n{line}" for line in lines)
+
     async def decide(self, call: Call, spec: ToolSpec, args: dict[str, Any], parsed: Any,
                      decision: Decision, env: CallEnv, remembered: bool | None) -> Decision:
         """The decision after the gates (never looser than `decision`); a gate that denies
