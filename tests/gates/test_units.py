@@ -176,3 +176,16 @@ def test_defaults_are_off_and_skill_tools_always_exempt() -> None:
     assert phase_for("model") == "executor" and phase_for("slash") == "planner"
     assert phase_for("model", "autonomous") == "autonomous"
     assert phase_for("model", "bogus") == "executor"
+
+
+def test_the_gates_record_is_scrubbed_in_the_audit_line() -> None:
+    from acpd.tools.calls import Call, audit_record
+    from acpd.tools.spec import ToolInvocationRecord
+
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    call = Call("id", "read", "model", "auto", 0.0)
+    call.gates = {"hallucination": [f"{token}/notes.md"]}
+    record = ToolInvocationRecord("id", "read", {}, None, None, 0.0, 0.0)
+    line = audit_record(call, None, "s1", record, None, "hash")
+    assert token not in json.dumps(line) and line["caller_id"] == "acp:s1"
+    assert line["phase"] == "executor" and line["adversarial_policy_decision"] is None

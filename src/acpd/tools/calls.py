@@ -134,7 +134,7 @@ def audit_record(
         "caller": call.caller,
         "caller_id": caller_id(session),
         "phase": call.phase,
-        "gates": call.gates or None,
+        "gates": scrub(call.gates) if call.gates else None,  # paths, a judge's words
         "adversarial_policy_decision": _judged(call.gates),
         "attempts": call.attempts,
         "cached": call.cached,
