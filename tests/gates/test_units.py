@@ -160,6 +160,7 @@ def test_authorization_matches_spellings_tools_and_paths(tmp_path: Path) -> None
     {"adversarial_policy": {"policies": ["  "]}},
     {"adversarial_policy": {"phases": ["later"]}},
     {"adversarial_policy": {"fail_opne": True}},
+    {"legacy": {"models": ["llama"]}},
 ])
 def test_bad_gate_config_is_an_error(tools: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):

@@ -134,6 +134,14 @@ class LegacyConfig(_Section):
     """Globs on `kind:model` (e.g. `openai:llama-*`): these models are sent no tool schemas;
     they call tools with fenced bash blocks and ToolCall JSON in their text."""
 
+    @field_validator("models")
+    @classmethod
+    def _globs(cls, value: list[str]) -> list[str]:
+        bad = [v for v in value if ":" not in v or not v.strip()]
+        if bad:
+            raise ValueError(f"globs on kind:model, like openai:llama-* (got {bad})")
+        return value
+
 
 class HallucinationConfig(_Section):
     """`[tools.hallucination]`: warn the model when a call names paths that do not exist."""
