@@ -48,6 +48,7 @@ async def test_a_bash_block_and_a_tool_call_run_through_the_pipeline(
     f"  ```bash\n  {DENIED}\n  ```",
     f'```tool_call\n{{"tool_id": "bash", "params": {{"command": "{DENIED}"}}}}\n```',
     f'```json\n{{"name": "bash", "arguments": {{"command": "{DENIED}"}}}}\n```',
+    f'Running it:\n{{"tool_id": "bash",\n "params": {{"command": "{DENIED}"}}}}',
 ])
 async def test_a_denied_command_in_a_legacy_block_stays_denied(
     block: str, tmp_path: Path, data_dir: Path, workspace: Path

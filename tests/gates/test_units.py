@@ -57,6 +57,18 @@ def test_unclosed_and_malformed_blocks_are_reported() -> None:
     assert found.calls == [] and found.problems == []
 
 
+def test_bare_tool_calls_start_a_line_and_spell_out_tool_id() -> None:
+    assert commands('{"tool_id": "read", "params": {"path": "a"}}') == [("read", {"path": "a"})]
+    multi = 'Now:\n  {"tool_id": "read",\n   "params": {"path": "b"}}\n```bash\nls\n```'
+    assert commands(multi) == [("read", {"path": "b"}), ("bash", {"command": "ls"})]
+    for prose in ('I would use {"tool_id": "read"} here.', '{"name": "read", "params": {}}',
+                  '{"tool_id": "read", "params": {}} and then', "```text\n" +
+                  '{"tool_id": "read", "params": {}}\n```'):
+        assert commands(prose) == [], prose
+    broken = extract('{"tool_id": "read", "params": {"path": "a"')
+    assert broken.calls == [] and "not JSON" in broken.problems[0]
+
+
 def test_tool_call_json_forms_and_ids() -> None:
     text = ('```tool_call\n{"tool_id": "read", "params": {"path": "a"}}\n```\n'
             '```json\n{"name": "grep", "arguments": {"pattern": "x"}}\n```\n'

@@ -20,11 +20,15 @@ Parsing rules (CommonMark fences, so what the editor renders as a block is what 
     must not run half a command): the model is told;
   - a `tool_call` block that is not a JSON object of that shape is not run: the model is
     told why; a `json` block without `tool_id`/`name` is just JSON, ignored;
-  - blocks tagged `sh`, `shell`, `console` and the like are shown, never run.
+  - blocks tagged `sh`, `shell`, `console` and the like are shown, never run;
+  - outside blocks, a ToolCall object written bare is a call too when it starts a line with
+    `{"tool_id"` (one line or several): `tool_id` spelled out, so prose that mentions a JSON
+    object in passing, or a bare `{"name": ...}`, is never taken for a call.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -33,6 +37,8 @@ import orjson
 
 from acpd.providers.base import ModelRequest, ToolCallRequest, ToolDefinition
 
+BARE = "\x00bare"
+"""The tag of a ToolCall object written outside any block."""
 BASH_TAGS = frozenset({"bash"})
 CALL_TAGS = frozenset({"tool_call", "toolcall"})
 JSON_TAGS = frozenset({"json"})
@@ -41,6 +47,8 @@ _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 # Markdown's line endings only: a U+2028 or a form feed does not start a line in the editor,
 # so it must not start a fence here (what runs is what the editor shows as a block).
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_BARE_START = re.compile(r'^[ \t]*\{\s*"tool_id"\s*:')
+_DECODER = json.JSONDecoder()
 
 INSTRUCTIONS = """\
 This model has no native tool calls: call tools by writing blocks in your reply.
@@ -93,14 +101,14 @@ def extract(text: str, first_id: int = 1) -> Extracted:
                                       "it was not run")
                 continue
             found.calls.append(ToolCallRequest(call_id, "bash", {"command": body}, body))
-        elif tag in CALL_TAGS or tag in JSON_TAGS:
+        elif tag in CALL_TAGS or tag in JSON_TAGS or tag == BARE:
             _tool_call(found, tag, body, closed, line, call_id)
     return found
 
 
 def _tool_call(found: Extracted, tag: str, body: str, closed: bool, line: int,
                call_id: str) -> None:
-    explicit = tag in CALL_TAGS
+    explicit = tag in CALL_TAGS or tag == BARE
     try:
         value = orjson.loads(body) if closed else None
     except orjson.JSONDecodeError as exc:
@@ -146,7 +154,10 @@ def _blocks(text: str) -> list[tuple[str, str, bool, int]]:
     while n < len(lines):
         opening = _FENCE.match(lines[n])
         if opening is None or (opening.group(1)[0] == "`" and "`" in opening.group(2)):
-            n += 1
+            bare = _bare_call(lines, n)
+            if bare is not None:
+                blocks.append((BARE, bare[0], True, n + 1))
+            n = bare[1] if bare is not None else n + 1
             continue
         bar, info = opening.group(1), opening.group(2).strip()
         tag = info.split()[0].lower() if info else ""
@@ -158,6 +169,22 @@ def _blocks(text: str) -> list[tuple[str, str, bool, int]]:
         blocks.append((tag, "\n".join(lines[start:end]), closed, n + 1))
         n = end + 1
     return blocks
+
+
+def _bare_call(lines: list[str], n: int) -> tuple[str, int] | None:
+    """(JSON text, next line) of a ToolCall object starting line `n`, or None."""
+    if not _BARE_START.match(lines[n]):
+        return None
+    rest = "\n".join(lines[n:])
+    start = len(rest) - len(rest.lstrip())
+    try:
+        _, end = _DECODER.raw_decode(rest, start)
+    except ValueError:
+        # Not JSON: the first line is reported as a broken call, the rest read on.
+        return lines[n].strip(), n + 1
+    if rest[end:].split("\n", 1)[0].strip():  # text after the object on its last line
+        return None
+    return rest[start:end], n + 1 + rest[:end].count("\n")
 
 
 def _closes(line: str, bar: str) -> bool:
