@@ -126,6 +126,13 @@ def test_utility_scores_and_forgets_on_a_shorter_conversation() -> None:
     assert scorer.score("s", "read", {"path": "a"}).value < 0
     scorer.begin_turn("s", 1)  # /clear
     assert scorer.score("s", "read", {"path": "a"}).value > 0
+    scorer.begin_turn("s", 3, "please read notes.md again, offset 120")
+    assert scorer.asked_for("s", {"path": "notes.md"})
+    assert scorer.asked_for("s", {"path": "notes.md", "offset": 120})
+    assert not scorer.asked_for("s", {"path": "notes.md", "limit": 5})
+    assert not scorer.asked_for("s", {"path": "a"})  # too short to count as spelled out
+    assert not scorer.asked_for("s", {"path": "notes.md", "x": ["notes.md"]})
+    assert not scorer.asked_for("s", {})
 
 
 def test_unscorable_arguments_raise() -> None:

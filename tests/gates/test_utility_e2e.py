@@ -46,6 +46,16 @@ async def test_an_unchanged_repeat_is_skipped_and_a_change_makes_it_useful_again
     assert change["decision"] == "allow" and again["decision"] == "allow"
 
 
+async def test_a_repeat_the_users_prompt_spells_out_is_not_gated(
+    tmp_path: Path, data_dir: Path, workspace: Path
+) -> None:
+    done = await run_turns(tmp_path, data_dir, workspace, [
+        call("read", path="hello.txt"), call("read", path="hello.txt"), {"text": "done"},
+    ], OVERFLOW, prompt="read hello.txt twice, please")
+    assert [line["decision"] for line in done.lines] == ["allow", "allow"]
+    assert all(line["gates"]["utility"] == {"user_requested": True} for line in done.lines)
+
+
 async def test_a_scoring_error_counts_as_low_utility(
     tmp_path: Path, data_dir: Path, workspace: Path
 ) -> None:

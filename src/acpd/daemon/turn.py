@@ -110,7 +110,7 @@ async def run_turn(
     # asks the session's model; a model without tool use calls tools from its text.
     env.judge = provider
     legacy = pipeline.gates.legacy_for(provider.name)
-    pipeline.gates.begin_turn(session.id, len(session.history))
+    pipeline.gates.begin_turn(session.id, session.history)
     while True:
         # Built per request: the mode, the rules, the policy (a reload may have turned the
         # network off) and the anomaly blocks may have changed.

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from acpd.tools.gates.adversarial import PolicyJudge
@@ -44,10 +45,13 @@ class Gates:
 
         return any(fnmatch.fnmatchcase(model, g) for g in self.legacy.models)
 
-    def begin_turn(self, session: str, history_length: int) -> None:
-        """A turn starts: a conversation that got shorter (/clear, a compression) no longer
-        holds the earlier outputs, so repeating a call is useful again."""
-        self.utility.begin_turn(session, history_length)
+    def begin_turn(self, session: str, history: Sequence[Any]) -> None:
+        """A turn starts (`history`: the session's messages, the user's prompt last). A
+        conversation that got shorter (/clear, a compression) no longer holds the earlier
+        outputs, so repeating a call is useful again; and what the user's prompt spells out
+        is a call the user asked for."""
+        prompt = next((m.text for m in reversed(history) if m.role == "user"), "")
+        self.utility.begin_turn(session, len(history), prompt)
 
     def status(self, model: str | None) -> str:
         """`/status` lines for the gates that are on ("" when none is)."""
@@ -124,6 +128,9 @@ class Gates:
         if not scorer.config.enabled or scorer.exempt(spec.id, spec.name):
             return None
         threshold = scorer.config.threshold
+        if scorer.asked_for(env.session_id, args):
+            call.gates["utility"] = {"user_requested": True}
+            return None
         try:
             score = scorer.score(env.session_id, spec.id, args)
         except Exception as exc:  # fail-closed: an unscorable call is a low-utility call

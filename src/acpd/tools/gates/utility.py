@@ -11,8 +11,9 @@ score = gain*w_gain - cost*w_cost - redundancy*w_redundancy + exploration*w_expl
   exploration  0.2 when the tool was not called among the session's recent calls.
 
 Rules (the seed's invariants):
-  - off by default; user-requested calls (slash commands, the CLI) and `exempt_tools`
-    (load_skill and invoke_skill always) are never gated;
+  - off by default; user-requested calls are never gated: slash commands, the CLI, and a
+    model call whose every argument the user's prompt of this turn spells out ("read
+    notes.md again"); nor are `exempt_tools` (load_skill and invoke_skill always);
   - fail-closed: an error while scoring, or a score that is not a finite number, counts as
     low utility: the call is not run and the model is told why;
   - a tool that changes state is never skipped on its score alone (only on a scoring error);
@@ -34,6 +35,9 @@ import orjson
 from acpd.tools.gates.config import UtilityConfig
 
 MAX_SESSIONS = 1024
+MAX_PROMPT_CHARS = 64 * 1024
+MIN_EXPLICIT = 3
+"""An argument shorter than this is not taken as spelled out by the prompt ("a", "1")."""
 TOKENS_PER_UNIT = 8000
 CHARS_PER_TOKEN = 4
 _WORD = re.compile(r"[A-Za-z0-9_./-]+")
@@ -65,6 +69,8 @@ class _History:
     calls: deque[_Seen] = field(default_factory=deque)
     conversation: int = 0
     """The conversation's length when the last turn began."""
+    prompt: str = ""
+    """The user's prompt of the current turn."""
 
 
 class UtilityScorer:
@@ -97,15 +103,26 @@ class UtilityScorer:
             raise ValueError(f"the score is not a finite number ({value})")
         return Score(value, gain, cost, redundancy, exploration)
 
-    def begin_turn(self, session: str, history_length: int) -> None:
+    def begin_turn(self, session: str, history_length: int, prompt: str = "") -> None:
         """Forget the calls of a conversation that got shorter (/clear, a compression): the
-        model no longer has their outputs."""
-        history = self._sessions.get(session)
-        if history is None:
-            return
+        model no longer has their outputs. Keep the user's prompt (see `asked_for`)."""
+        history = self._history(session)
         if history_length < history.conversation:
             history.calls.clear()
         history.conversation = history_length
+        history.prompt = prompt[:MAX_PROMPT_CHARS]
+
+    def asked_for(self, session: str, args: dict[str, Any]) -> bool:
+        """The user's prompt of this turn spells out every argument of the call (a path, a
+        command): the user asked for it explicitly, and the seed exempts such calls."""
+        history = self._sessions.get(session)
+        if history is None or not history.prompt or not args:
+            return False
+        return all(
+            isinstance(v, str | int | float) and not isinstance(v, bool)
+            and len(str(v)) >= MIN_EXPLICIT and str(v) in history.prompt
+            for v in args.values()
+        )
 
     def record(self, session: str, tool: str, args: dict[str, Any], changes_state: bool) -> None:
         """A call ran (or was at least attempted): it counts for the next scores."""
