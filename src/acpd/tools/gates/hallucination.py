@@ -48,8 +48,8 @@ def missing_paths(spec: ToolSpec, parsed: Any, args: dict[str, Any], cwd: str) -
 
 def _shown(path: str, cwd: str) -> str:
     """A path under the workspace as the model would write it (relative)."""
-    inside = os.path.commonpath([cwd, path]) == cwd if os.path.isabs(path) else False
-    return os.path.relpath(path, cwd) if inside else path
+    prefix = cwd.rstrip("/") + "/"
+    return path[len(prefix):] if path.startswith(prefix) else path
 
 
 def warning(paths: list[str]) -> str:
