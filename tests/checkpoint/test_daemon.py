@@ -118,7 +118,7 @@ async def test_bash_card_diffs_then_undo_in_the_editor_and_on_the_cli_after_exit
     assert unknown.returncode == 1 and "no recorded call" in unknown.stderr
     audit = [json.loads(line) for line in (data_dir / "audit.jsonl").read_text().splitlines()]
     undos = [a for a in audit if a["name"] == "undo"]
-    assert [(a["caller_id"], a["decision"]) for a in undos] == [
+    assert [(a["caller"], a["decision"]) for a in undos] == [
         ("slash", "allow"), ("cli", "allow"), ("cli", "allow"), ("cli", "refused")]
 
 

@@ -157,4 +157,5 @@ def test_a_torn_line_is_reported_on_the_next_start(tmp_path: Path) -> None:
     assert "torn" in run.stderr
     records = list(read_records(data / "audit.jsonl"))
     assert records[0] == {"n": 1} and records[1] is None
-    assert records[2] is not None and records[2]["caller_id"] == "cli"
+    assert records[2] is not None and records[2]["caller"] == "cli"
+    assert records[2]["caller_id"] is None  # a CLI call is made in no ACP session

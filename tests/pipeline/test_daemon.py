@@ -46,7 +46,8 @@ async def test_each_option_is_audited_with_who_approved(
             [ASKS] * (1 if option.endswith("always") else 2))
     lines = audit(data_dir)
     assert [line["name"] for line in lines] == ["read", "bash", "bash"]
-    assert all(line["session"] == session_id and line["caller_id"] == "model" for line in lines)
+    assert all(line["session"] == session_id and line["caller"] == "model" for line in lines)
+    assert all(line["caller_id"] == f"acp:{session_id}" for line in lines)
     calls = [c["toolCallId"] for c in client.tool_calls()]
     assert [line["toolCallId"] for line in lines] == calls
     assert lines[0]["approved_by"] == "auto" and lines[0]["exit_code"] is None

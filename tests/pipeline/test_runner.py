@@ -28,7 +28,7 @@ async def test_an_allowed_call_runs_and_is_audited_before_it_returns(rig: RigFac
     (line,) = r.audit()
     assert line["tool"] == "plugin__probe" and line["name"] == "probe"
     assert line["decision"] == "allow" and line["approved_by"] == "auto"
-    assert line["call"] == {"path": "a"} and line["caller_id"] == "model"
+    assert line["call"] == {"path": "a"} and line["caller"] == "model"
     assert line["exit_code"] is None and line["error_category"] is None
     assert line["session"] == "sess-test" and line["mode"] == "ask"
     assert len(line["policy_hash"]) == 16 and line["attempts"] == 1
@@ -248,4 +248,4 @@ async def test_slash_and_cli_callers_are_recorded(rig: RigFactory) -> None:
     r = rig()
     await r.call("probe", {"path": "a"}, caller="slash")
     await r.call("probe", {"path": "b"}, caller="cli")
-    assert [line["caller_id"] for line in r.audit()] == ["slash", "cli"]
+    assert [line["caller"] for line in r.audit()] == ["slash", "cli"]

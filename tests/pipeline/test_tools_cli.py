@@ -65,5 +65,5 @@ def test_run_prints_the_result_and_the_exit_status_tells(tmp_path: Path) -> None
     tail = acpd(tmp_path, "audit", "tail", "-n", "2")
     lines = [json.loads(x) for x in tail.stdout.splitlines()]
     assert [line["name"] for line in lines] == ["bash", "write"]
-    assert all(line["caller_id"] == "cli" for line in lines)
+    assert all(line["caller"] == "cli" and line["caller_id"] is None for line in lines)
     assert lines[1]["error_category"] == "ConfirmationRequired"

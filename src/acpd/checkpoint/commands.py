@@ -18,7 +18,7 @@ from acpd.checkpoint.card import card_items, printable
 from acpd.checkpoint.entries import summary
 from acpd.checkpoint.store import CallRecord, WorkspaceStore
 from acpd.checkpoint.undo import UndoRefused, UndoResult, undo_call
-from acpd.tools.audit import now_iso
+from acpd.tools.audit import caller_id, now_iso
 from acpd.tools.spec import ToolCallView
 
 if TYPE_CHECKING:
@@ -85,7 +85,8 @@ def audit_undo(
         "decision": "allow" if error is None else "refused", "answer": None,
         "mode": mode, "approved_by": "user" if error is None else None,
         "error_category": None if error is None else "PermanentFailure",
-        "error": error, "caller_id": caller, "exit_code": None,
+        "error": error, "caller": caller, "caller_id": caller_id(session),
+        "phase": "planner", "exit_code": None,
     })
 
 

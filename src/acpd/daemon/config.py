@@ -20,6 +20,13 @@ from acpd.mcpclient.config import McpConfig
 from acpd.protocol.framing import DEFAULT_MAX_LINE_BYTES
 from acpd.tools.catalog.config import CatalogConfig
 from acpd.tools.diagnostics.config import DiagnosticsConfig
+from acpd.tools.gates.config import (
+    AdversarialPolicyConfig,
+    AuthorizationConfig,
+    HallucinationConfig,
+    LegacyConfig,
+    UtilityConfig,
+)
 from acpd.tools.native.config import NativeConfig
 from acpd.tools.plugins.config import CapabilitiesConfig, ToolFilterConfig
 
@@ -327,6 +334,12 @@ class ToolsConfig(Section):
     diagnostics: DiagnosticsConfig = Field(default_factory=DiagnosticsConfig)
     native: NativeConfig = Field(default_factory=NativeConfig)
     """memory_save/memory_search, load_skill, scheduler, compress_context (docs/native-tools.md)."""
+    # The gates (tools/gates, docs/gates.md): all off by default.
+    utility: UtilityConfig = Field(default_factory=UtilityConfig)
+    adversarial_policy: AdversarialPolicyConfig = Field(default_factory=AdversarialPolicyConfig)
+    authorization: AuthorizationConfig = Field(default_factory=AuthorizationConfig)
+    hallucination: HallucinationConfig = Field(default_factory=HallucinationConfig)
+    legacy: LegacyConfig = Field(default_factory=LegacyConfig)
 
     def rule_entries(self) -> dict[str, list[tuple[str, Literal["allow", "ask", "deny"]]]]:
         """Every rule as (pattern, action), by tool, whichever form the file used."""

@@ -178,11 +178,12 @@ def _builtin(
             return f"Unblocked {rest.strip()}: the model may call it again."
         return f"{rest.strip()} was not blocked."
     if name == "status":
+        gates = pipeline.gates.status(model)  # tools/gates: a line per gate that is on
         return (
             f"Session {session.id}\nworkspace: {session.cwd}\nmode: {session.mode}\n"
             f"model: {model or 'none (direct mode)'}\nmessages: {len(session.history)}\n"
             + env.state.catalog.status_line()
-        )
+        ) + gates
     if name == "policy":
         remembered = ", ".join(
             sorted(f"{shlex.quote(k)}={'allow' if v else 'reject'}"

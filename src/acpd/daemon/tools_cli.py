@@ -1,7 +1,7 @@
 """`acpd tools list|describe|run` and `acpd audit tail`: the runner from a terminal.
 
 `tools run` goes through the same runner as the editor and the model (policy, approvals,
-audit with caller_id "cli"), with local capabilities: files on disk, bash in a process group.
+audit with caller "cli"), with local capabilities: files on disk, bash in a process group.
 An "ask" decision is put to the user on stdin when it is a terminal; otherwise the call is
 refused (ConfirmationRequired) with a message saying how to allow it.
 

@@ -42,6 +42,7 @@ from acpd.providers.base import (
     ToolDefinition,
     UsageEvent,
 )
+from acpd.providers.legacy import results_message, take_calls, text_request
 from acpd.tools.pipeline import CallEnv, ToolPipeline
 
 if TYPE_CHECKING:
@@ -109,6 +110,11 @@ async def run_turn(
     system = (limits.system_prompt or DEFAULT_SYSTEM_PROMPT).replace("{cwd}", session.cwd)
     recent: list[str] = []
     rounds = 0
+    # Gates and legacy text invocation (tools/gates, providers/legacy.py): the policy judge
+    # asks the session's model; a model without tool use calls tools from its text.
+    env.judge = provider
+    legacy = pipeline.gates.legacy_for(provider.name)
+    pipeline.gates.begin_turn(session.id, session.history)
     while True:
         # Built per request: the mode, the rules, the policy (a reload may have turned the
         # network off) and the anomaly blocks may have changed.
@@ -118,6 +124,8 @@ async def run_turn(
             env,
         )
         request = ModelRequest(system, list(session.history), tools, limits.max_tokens)
+        if legacy:
+            request = text_request(request)
         if estimate_tokens(request) > CONTEXT_STOP_RATIO * budget:
             await session.say(
                 f"\n[acpd] Stopped: the conversation is past {CONTEXT_STOP_RATIO:.0%} of the "
@@ -133,7 +141,10 @@ async def run_turn(
             return "end_turn"
         if reply.usage:
             await report_usage(session, reply.usage, budget, limits.prices)
-        if not reply.calls:
+        # A reply with native calls is answered natively even from a legacy model.
+        textual = legacy and not reply.calls
+        unrun = take_calls(reply, limits.max_tool_calls_per_reply) if textual else []
+        if not reply.calls and not unrun:
             return {"max_tokens": "max_tokens", "refusal": "refusal"}.get(reply.stop, "end_turn")
         if rounds >= limits.max_tool_iterations:
             await session.say(
@@ -147,14 +158,20 @@ async def run_turn(
         try:
             for n, call in enumerate(reply.calls):
                 last = n == len(reply.calls) - 1
-                outputs.append(await run_call(session, pipeline, env, call, note if last else ""))
+                outputs.append(await run_call(
+                    session, pipeline, env, call, note if last else "", remember=not textual
+                ))
                 # Refused calls never wait on anything: without this, a reply full of them
                 # would hold every other session (and the policy watcher) until it is done.
                 await anyio.lowlevel.checkpoint()
         finally:
             # Providers reject a history with unanswered tool calls; a cancelled round must
             # still leave one result per call.
-            for call in reply.calls[len(outputs) :]:
+            if textual:  # the results go back as text, in one message
+                done = [*outputs, *[CANCELLED] * (len(reply.calls) - len(outputs))]
+                text = results_message(list(zip(reply.calls, done, strict=True)), unrun)
+                session.remember(Message("user", text))
+            for call in reply.calls[len(outputs) :] if not textual else []:
                 session.remember(Message("tool", CANCELLED, tool_call_id=call.id, is_error=True))
         recent = [*recent[-(DOOM_LOOP_REPEATS - 1) :], "\x1e".join(outputs)]
         if len(recent) == DOOM_LOOP_REPEATS and len(set(recent)) == 1:
@@ -311,7 +328,7 @@ class StreamedText:
 
 async def run_call(
     session: Session, pipeline: ToolPipeline, env: CallEnv, call: ToolCallRequest,
-    note: str = "",
+    note: str = "", *, remember: bool = True,
 ) -> str:
     tool_call_id = f"tc_{uuid.uuid4().hex[:20]}"
     result = await pipeline.run(
@@ -327,9 +344,10 @@ async def run_call(
         await session.send(updates.plan(call.arguments.get("entries", [])), persist=True)
     text = result.text if not result.skipped else "(skipped: only reasoning fields were sent)"
     text += note
-    session.remember(
-        Message("tool", text, tool_call_id=call.id, is_error=result.error is not None)
-    )
+    if remember:  # a legacy round remembers its results as one text message
+        session.remember(
+            Message("tool", text, tool_call_id=call.id, is_error=result.error is not None)
+        )
     return text
 
 

@@ -148,6 +148,16 @@ class AuditLog:
             self._fd = -1
 
 
+NOT_ACP_SESSIONS = frozenset({"", "cli", "lsp"})
+"""The session names of the faces that have no ACP session (the CLI, the LSP face)."""
+
+
+def caller_id(session: str) -> str | None:
+    """An audit line's `caller_id`: the invoking principal, `acp:<sessionId>` for a call made
+    in an ACP session; None outside one (the seed: null for CLI sessions)."""
+    return None if session in NOT_ACP_SESSIONS else f"acp:{session}"
+
+
 def now_iso() -> str:
     """UTC with milliseconds; cheaper than datetime for every call."""
     now = time.time()

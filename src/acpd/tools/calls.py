@@ -6,8 +6,13 @@ anomaly_blocked / not_found / invalid / skipped), answer (the user's, when asked
 policy_hash, mode, trust (the workspace's trust level under the shell policy: untrusted /
 provisional / trusted; null when no shell policy is configured), approved_by (auto / user /
 rule / mode; null when the call was not approved), decided_by (who refused it), exit_code,
-truncated, error_category, error, caller_id (model / slash / cli), attempts, cached,
-duration_ms, rules_hash, shell_policy.
+truncated, error_category, error, caller (model / slash / cli / lsp: who in the process
+asked), caller_id (the invoking principal: `acp:<sessionId>` for a call made in an ACP
+session, null for the CLI and the LSP face), phase (planner / executor / verifier /
+autonomous, tools/gates/phases.py), gates (what the gates found: utility score, the policy
+judge's verdict, matched authorization rules, missing paths; null when none looked),
+adversarial_policy_decision (allow / deny, or null when the judge did not look), attempts,
+cached, duration_ms, rules_hash, shell_policy.
 
 error_category is set for every call that ended in a `[tool_error]`: a refused or failed call,
 and a shell exit the taxonomy classifies (126, 127, "No such file or directory", "Permission
@@ -29,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from acpd.tools.audit import now_iso
+from acpd.tools.audit import caller_id, now_iso
 from acpd.tools.errors import ErrorCategory, ToolError
 from acpd.tools.redaction import redact_args, scrub, summarize_result
 from acpd.tools.spec import ToolInvocationRecord, ToolOutput, ToolSpec
@@ -77,6 +82,10 @@ class Call:
     """The shell policy's decision (bash calls that reached the decision)."""
     audit_error: str | None = None
     """Why the audit line could not be written (the call is then reported failed)."""
+    phase: str = "executor"
+    """Where in the reasoning cycle it was made (tools/gates/phases.py)."""
+    gates: dict[str, Any] = field(default_factory=dict)
+    """What the gates found (tools/gates), for the audit line."""
 
 
 def record_of(
@@ -122,7 +131,11 @@ def audit_record(
         "truncated": bool(raw.get("truncated", False)),
         "error_category": category if isinstance(category, str) else None,
         "error": record.error["message"] if record.error is not None else None,
-        "caller_id": call.caller,
+        "caller": call.caller,
+        "caller_id": caller_id(session),
+        "phase": call.phase,
+        "gates": scrub(call.gates) if call.gates else None,  # paths, a judge's words
+        "adversarial_policy_decision": _judged(call.gates),
         "attempts": call.attempts,
         "cached": call.cached,
         "output": call.output,
@@ -130,6 +143,11 @@ def audit_record(
         "rules_hash": policy_hash,
         "shell_policy": _shell(call.shell),
     }
+
+
+def _judged(gates: dict[str, Any]) -> str | None:
+    found = gates.get("adversarial_policy")
+    return found.get("verdict") if isinstance(found, dict) else None
 
 
 def _shell(decision: ShellDecision | None) -> dict[str, Any] | None:

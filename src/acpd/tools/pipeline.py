@@ -1,10 +1,12 @@
 """The runner: the one path every tool call takes, whoever asked (model, slash command, CLI).
 
 resolve -> strip TAFC fields -> enabled? blocked by the anomaly detector? -> quota ->
-validate arguments, precheck -> policy decision -> `tool_call` (pending) -> ask the editor when the
-decision is ask -> `in_progress` -> execute (cache, timeout, cancellation, retry of transient
-failures) -> output validation -> secret scan -> redaction -> audit -> final
-`tool_call_update` -> release editor resources -> result for the model.
+validate arguments, precheck -> policy decision -> gates (authorization rules, utility, the
+policy judge: tools/gates; they only tighten) -> `tool_call` (pending) -> ask the editor when
+the decision is ask -> `in_progress` -> execute (cache, timeout, cancellation, retry of
+transient failures) -> output validation -> secret scan -> redaction -> audit -> final
+`tool_call_update` -> release editor resources -> result for the model (with hallucination
+warnings, when on).
 
 The decision comes before the card so a refusal can say why, but every call the model made
 still gets its card: a refused one is shown as `tool_call` then a failed update with the
@@ -33,9 +35,11 @@ from acpd.tools.capabilities import CommandRunner, FileSystem
 from acpd.tools.confirm import confirm_every_command
 from acpd.tools.errors import ErrorCategory, ToolError
 from acpd.tools.execution import close_card, execute
+from acpd.tools.gates.hub import Gates
+from acpd.tools.gates.phases import phase_for
 from acpd.tools.output import OutputStage
 from acpd.tools.overflow import OverflowAccess
-from acpd.tools.permissions import PermissionAnswer, ToolPolicy, approval_key
+from acpd.tools.permissions import Decision, PermissionAnswer, ToolPolicy, approval_key
 from acpd.tools.preview import expecting, preview_call
 from acpd.tools.quota import QUOTA_BLOCKED
 from acpd.tools.registry import ToolRegistry
@@ -46,6 +50,7 @@ from acpd.tools.state import SessionTools
 
 if TYPE_CHECKING:
     from acpd.checkpoint.book import Checkpoints
+    from acpd.providers.base import Provider
 
 log = logging.getLogger("acpd.tools")
 
@@ -100,6 +105,8 @@ class CallEnv:
     tools/confirm.py), read at each call so a switch flipped mid-turn applies at once."""
     elicit: Elicit | None = None
     """Forms in the editor (ACP elicitation) for tools that need a value from the user."""
+    judge: Provider | None = None
+    """The session's model, for the adversarial policy gate (set by the turn loop)."""
 
 
 class ToolPipeline:
@@ -119,6 +126,9 @@ class ToolPipeline:
         """The shell policy that judges bash commands (None: mode and rules only)."""
         self.checkpoints = checkpoints
         """Workspace checkpoints around calls that may change files, for undo (None: off)."""
+        self.gates = Gates()
+        """Authorization rules, utility and policy gates, hallucination warnings (all off
+        unless configured: tools/gates)."""
 
     def catalog(self, mode: str, state: SessionTools | None = None, *,
                 network: bool = True) -> list[tuple[str, ToolSpec]]:
@@ -142,9 +152,12 @@ class ToolPipeline:
 
     async def run(
         self, tool_call_id: str, name: str, arguments: dict[str, Any] | None, env: CallEnv,
-        *, invalid_json: str | None = None, caller: str = "model",
+        *, invalid_json: str | None = None, caller: str = "model", phase: str | None = None,
     ) -> CallResult:
+        """`phase`: where in the reasoning cycle the call is made (tools/gates/phases.py);
+        None: the caller's default (the model's calls are `executor`)."""
         call = Call(tool_call_id, name[:80], caller, env.mode, time.time())
+        call.phase = phase_for(caller, phase)
         spec = self.registry.resolve(name)
         if spec is None and env.state.extra is not None:
             spec = env.state.extra.resolve(name)
@@ -224,12 +237,14 @@ class ToolPipeline:
         decision = self.policy.decide(spec, env.mode, args, env.cwd, env.approvals, key, shell)
         decision = mcp_trust.judge(spec, decision, self.policy.rules, args, env.cwd)
         decision = confirm_every_command(decision, spec, env.confirm_commands)
-        call.decision, call.decided_by = decision.verdict, decision.approved_by
-        call.shell = decision.shell
         view = ToolCallView(
             call.id, _title(spec, parsed), spec.kind, "pending",
             locations=_locations(spec, parsed, env.cwd), raw_input=args,
         )
+        decision = await self._gated(call, spec, args, parsed, decision, view, env, key)
+        # A gate that refused named itself in decided_by.
+        call.decision, call.decided_by = decision.verdict, call.decided_by or decision.approved_by
+        call.shell = decision.shell
         expected = await self._preview(call, spec, parsed, view, env, decision.verdict)
         await env.observer.publish(view, first=True)
         if decision.verdict == "deny":
@@ -248,7 +263,26 @@ class ToolPipeline:
             call.approved_by = decision.approved_by
         view.status = "in_progress"
         await env.observer.publish(view, first=False)
-        return await execute(self, call, expecting(spec, expected), parsed, view, env)
+        result = await execute(self, call, expecting(spec, expected), parsed, view, env)
+        return self.gates.after(call, spec, result, env)
+
+    async def _gated(
+        self, call: Call, spec: ToolSpec, args: dict[str, Any], parsed: Any,
+        decision: Decision, view: ToolCallView, env: CallEnv, key: str,
+    ) -> Decision:
+        """The decision after the gates (tools/gates): they may only tighten it."""
+        try:
+            return await self.gates.decide(
+                call, spec, args, parsed, decision, env, env.approvals.get(key)
+            )
+        except anyio.get_cancelled_exc_class():
+            # The turn was cancelled while a judge model answered: close the card.
+            with anyio.CancelScope(shield=True):
+                call.decision, call.decided_by = "deny", "policy_gate"
+                await env.observer.publish(view, first=True)
+                err = ToolError(ErrorCategory.CANCELLED, "cancelled before it ran")
+                await self._close_refused(call, spec, view, env, err, "Cancelled before it ran.")
+            raise
 
     async def _preview(
         self, call: Call, spec: ToolSpec, parsed: Any, view: ToolCallView, env: CallEnv,

@@ -15,6 +15,7 @@ from acpd.tools.builtin import core_sources
 from acpd.tools.filters import FilterSettings, load_filter_set
 from acpd.tools.fs.hidden import HiddenFiles
 from acpd.tools.fs.pathguard import PathSource
+from acpd.tools.gates.hub import build_gates
 from acpd.tools.output import OutputStage
 from acpd.tools.outputreload import OutputReloader, SettingsLoader
 from acpd.tools.overflow import OverflowSettings
@@ -100,6 +101,7 @@ def build_toolkit(
     pipeline = ToolPipeline(registry, policy, audit, retry, shell, output=output,
                             checkpoints=checkpoints)
     paths.tool_rules = lambda: pipeline.policy.rules
+    pipeline.gates = build_gates(tools)  # tools/gates: off unless configured
     reloader = None
     if config_dir is not None or config_file is not None:
         reloader = OutputReloader(
