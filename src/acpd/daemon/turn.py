@@ -121,7 +121,7 @@ async def run_turn(
         network = await pipeline.network_allowed(env.cwd, env.session_id)
         tools = await build_catalog(
             limits, pipeline.catalog(env.mode, env.state, network=network), session, provider,
-            env,
+            env, legacy=legacy,
         )
         request = ModelRequest(system, list(session.history), tools, limits.max_tokens)
         if legacy:
@@ -195,15 +195,16 @@ def catalog_builder(config: Config) -> CatalogBuilder:
 
 async def build_catalog(
     limits: LoopLimits, entries: list[tuple[str, ToolSpec]], session: Session,
-    provider: Provider, env: CallEnv,
+    provider: Provider, env: CallEnv, *, legacy: bool = False,
 ) -> list[ToolDefinition]:
-    """The tools this model request carries (tools/catalog/builder.py says which and why)."""
+    """The tools this model request carries (tools/catalog/builder.py says which and why).
+    A legacy model (no native tool use) is described every tool, without TAFC fields."""
     if limits.catalog is None:
         return [ToolDefinition(name, s.description, s.input_schema()) for name, s in entries]
     from acpd.tools.catalog import native_tool_use
 
     return await limits.catalog.build(
-        entries, session.history, env.state.catalog, native=native_tool_use(provider)
+        entries, session.history, env.state.catalog, native=native_tool_use(provider) and not legacy
     )
 
 
