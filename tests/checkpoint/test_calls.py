@@ -188,3 +188,16 @@ async def test_a_store_that_cannot_be_opened_never_stops_the_call(
     assert "No checkpoint was taken" in r.observer.text("call-1")
     assert "cannot be undone" in r.observer.text("call-1")
     assert "[files:" not in result.text
+
+
+async def test_tools_whose_state_lives_in_the_data_dir_take_no_checkpoint(
+    rig: RigFactory, data_dir: Path
+) -> None:
+    # memory_save changes state, but not in the workspace: scanning it would cost a
+    # checkpoint per note for nothing.
+    r = rig()
+    result = await r.call("memory_save", {"content": "tests run with ./scripts/test"})
+    assert result.error is None, result.text
+    assert not (data_dir / "checkpoints").exists()
+    await r.bash("touch x")
+    assert (data_dir / "checkpoints").exists()

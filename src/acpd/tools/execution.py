@@ -137,9 +137,9 @@ async def _checkpoint(
     pipeline: ToolPipeline, call: Call, spec: ToolSpec, view: ToolCallView, env: CallEnv
 ) -> Pending | None:
     """A checkpoint of the workspace before a call that may change files (see
-    acpd/checkpoint); None when checkpoints are off or the tool is read-only."""
+    acpd/checkpoint); None when checkpoints are off or the tool cannot change workspace files."""
     book = pipeline.checkpoints
-    if book is None or spec.effect is Effect.READ_ONLY:
+    if book is None or spec.effect is Effect.READ_ONLY or not spec.workspace_files:
         return None
     return await book.begin(call.id, env.session_id, call.name, view.title, env.cwd,
                             tool_id=spec.id, locations=view.locations)

@@ -195,6 +195,9 @@ class ToolSpec:
     """May the runner re-run it after a transient failure? None: only when read-only."""
     network: bool = False
     """It reaches the network: refused unless the shell policy's `allow_network` is true."""
+    workspace_files: bool = True
+    """May it change files in the workspace? False for tools whose state lives in acpd's data
+    directory (memory, scheduler, knowledge): no workspace checkpoint is taken for them."""
     precheck: Callable[[Any], None] | None = None
     """Called with the validated arguments before the policy decision; raises ToolError to
     refuse a call that can never run (fetch: a URL the SSRF wall refuses without I/O)."""

@@ -256,7 +256,7 @@ def make_compress_spec(compressor: Compressor) -> ToolSpec:
         id="core__compress_context", name="compress_context",
         description="Summarise the older part of this conversation into your Knowledge block "
         "and drop it from the context, to make room. The most recent turn stays as it is.",
-        params=CompressParams, effect=Effect.STATE_CHANGE, kind="think",
+        params=CompressParams, effect=Effect.STATE_CHANGE, kind="think", workspace_files=False,
         execute=compressor.run, title=lambda a: "Compress the conversation",
         redaction=redaction(("focus",), ("compressed", "strategy", "summary_chars")),
         retry_safe=False,

@@ -225,6 +225,7 @@ def make_memory_specs(store: MemoryStore | None) -> list[ToolSpec]:
             description="Keep a note for this project across sessions (facts, decisions, "
             "commands worth remembering); memory_search finds it later.",
             params=SaveParams, effect=Effect.STATE_CHANGE, kind="other", execute=save,
+            workspace_files=False,
             title=lambda a: f"Remember: {a.content[:60]}",
             redaction=redaction((), ("id", "created")),
         ),

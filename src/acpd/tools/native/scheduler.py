@@ -266,6 +266,7 @@ def make_scheduler_spec(
         "every N seconds), list the pending ones, or cancel one. When due, its message is "
         "shown to the user as your message.",
         params=SchedulerParams, effect=Effect.STATE_CHANGE, kind="other", execute=scheduler,
+        workspace_files=False,
         title=lambda a: f"Scheduler: {a.action}",
         redaction=redaction(("action", "delay_seconds", "every_seconds", "task_id"),
                             ("id", "due_at", "period", "count", "cancelled")),
