@@ -159,3 +159,13 @@ def test_a_torn_line_is_reported_on_the_next_start(tmp_path: Path) -> None:
     assert records[0] == {"n": 1} and records[1] is None
     assert records[2] is not None and records[2]["caller"] == "cli"
     assert records[2]["caller_id"] is None  # a CLI call is made in no ACP session
+
+
+def test_text_that_is_not_utf8_is_written_not_raised(tmp_path: Path) -> None:
+    # A non-UTF-8 file name reaches Python as surrogate escapes; a lone surrogate can come
+    # from anywhere JSON was parsed leniently. Neither may cost the record.
+    log = AuditLog(tmp_path / "a.jsonl")
+    log.write({"path": os.fsdecode(b"dir\xff/f"), "other": "x\ud800y", "keys": {"\udcfe": 1}})
+    (record,) = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text().splitlines()]
+    assert record["path"] == "dir\\xff/f"
+    assert record["other"] == "x\ufffdy" and record["keys"] == {"\\xfe": 1}

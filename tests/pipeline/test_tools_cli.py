@@ -18,7 +18,8 @@ def acpd(tmp_path: Path, *args: str, config: str = "") -> subprocess.CompletedPr
     env.update(PYTHONPATH=str(REPO / "src"), ACPD_CONFIG=str(cfg))
     return subprocess.run(
         [sys.executable, "-m", "acpd", *args, "--data-dir", str(tmp_path / "data")],
-        capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, errors="replace", env=env, timeout=60,
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -67,3 +68,26 @@ def test_run_prints_the_result_and_the_exit_status_tells(tmp_path: Path) -> None
     assert [line["name"] for line in lines] == ["bash", "write"]
     assert all(line["caller"] == "cli" and line["caller_id"] is None for line in lines)
     assert lines[1]["error_category"] == "ConfirmationRequired"
+
+
+def test_arguments_json_cannot_carry_is_refused_without_a_traceback(tmp_path: Path) -> None:
+    # A lone surrogate is valid to Python's json module but not JSON text the wire accepts;
+    # it once reached the audit writer and crashed the CLI with a traceback.
+    for args in ('{"path": "\\ud800"}', '{"path": "a\\udcff"}', "[1]", "{"):
+        out = acpd(tmp_path, "tools", "run", "read", "--args", args, "--cwd", str(tmp_path))
+        assert out.returncode == 2, (args, out.stderr)
+        assert "Traceback" not in out.stderr and "--args" in out.stderr
+
+
+def test_a_workspace_whose_name_is_not_utf8_is_checkpointed_and_undone(tmp_path: Path) -> None:
+    ws = tmp_path / os.fsdecode(b"ws\xff")
+    ws.mkdir()
+    out = acpd(tmp_path, "tools", "run", "bash", "--args", '{"command": "echo hi > made"}',
+               "--cwd", str(ws), "--mode", "auto")
+    assert "Traceback" not in out.stderr and out.returncode == 0, out.stderr
+    assert "1 created (made)" in out.stdout  # the checkpoint was taken
+    assert (tmp_path / "data" / "audit.jsonl").read_bytes().decode("utf-8").count("\n") == 1
+    listed = acpd(tmp_path, "undo")
+    assert "echo hi > made" in listed.stdout, listed.stdout + listed.stderr
+    undone = acpd(tmp_path, "undo", "last", "--cwd", str(ws))
+    assert undone.returncode == 0 and not (ws / "made").exists(), undone.stderr

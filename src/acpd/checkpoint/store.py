@@ -65,7 +65,7 @@ HISTORY = 64
 
 
 def workspace_key(root: str) -> str:
-    return hashlib.blake2b(os.path.realpath(root).encode(), digest_size=10).hexdigest()
+    return hashlib.blake2b(os.fsencode(os.path.realpath(root)), digest_size=10).hexdigest()
 
 
 @dataclass(slots=True)
@@ -101,6 +101,9 @@ class WorkspaceStore:
         self._db.executescript(SCHEMA)
         self._db.execute("INSERT OR IGNORE INTO meta VALUES ('workspace', ?)",
                          (_shown(self.root),))
+        # The root exactly (a name that is not UTF-8 included), so `acpd undo` finds this store.
+        self._db.execute("INSERT OR IGNORE INTO meta VALUES ('workspace_json', ?)",
+                         (_key(self.root),))
         total = self._db.execute("SELECT COALESCE(SUM(size), 0) FROM blobs").fetchone()[0]
         self.blobs = BlobStore(str(self.directory / "objects"), limits.max_total_bytes, total)
         st = os.stat(self.directory)
@@ -205,7 +208,7 @@ class WorkspaceStore:
             self._db.execute(
                 "INSERT OR REPLACE INTO calls (id, session, tool, title, started, ended, "
                 "changes, notes, complete, undoes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (call.id, call.session, call.tool, call.title, call.started, call.ended,
+                (call.id, call.session, call.tool, _shown(call.title), call.started, call.ended,
                  json.dumps([c.to_json() for c in call.changes]), json.dumps(call.notes),
                  int(call.complete), call.undoes),
             )
@@ -281,6 +284,7 @@ def _record(row: tuple[Any, ...]) -> CallRecord:
 
 
 def _shown(path: str) -> str:
+    """Text SQLite can store: bytes of a non-UTF-8 name (surrogate escapes) become U+FFFD."""
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
@@ -318,11 +322,15 @@ def workspaces(data_dir: Path) -> list[str]:
         try:
             db = sqlite3.connect(f"{index.absolute().as_uri()}?mode=ro", uri=True)
             try:
+                exact = db.execute(
+                    "SELECT value FROM meta WHERE key = 'workspace_json'").fetchone()
                 row = db.execute("SELECT value FROM meta WHERE key = 'workspace'").fetchone()
             finally:
                 db.close()
         except sqlite3.Error:
             continue
-        if row is not None:
+        if exact is not None:
+            roots.append(str(json.loads(exact[0])))
+        elif row is not None:  # a store written before the exact root was kept
             roots.append(str(row[0]))
     return roots

@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+import orjson
+
 if TYPE_CHECKING:
     from acpd.daemon.config import Config
     from acpd.tools.permissions import PermissionAnswer
@@ -153,9 +155,11 @@ def tools_run(
     from acpd.tools.pipeline import CallEnv
 
     try:
-        arguments = json.loads(args_json)
-    except json.JSONDecodeError as exc:
-        print(f"acpd: --args is not valid JSON: {exc.msg}", file=sys.stderr)
+        # orjson, as on the wire: it refuses what JSON cannot carry (a lone surrogate such
+        # as "\ud800"), which Python's json module would let through to the tools.
+        arguments = orjson.loads(args_json)
+    except orjson.JSONDecodeError as exc:
+        print(f"acpd: --args is not valid JSON: {exc}", file=sys.stderr)
         return 2
     if not isinstance(arguments, dict):
         print("acpd: --args must be a JSON object", file=sys.stderr)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -130,7 +131,10 @@ class AuditLog:
     def _write(self, record: dict[str, Any]) -> None:
         if self._fd < 0:
             self._open()
-        line = orjson.dumps(record, default=str) + b"\n"
+        try:
+            line = orjson.dumps(record, default=str) + b"\n"
+        except TypeError:  # a str that is not UTF-8 (a path or argument with lone surrogates)
+            line = orjson.dumps(_utf8_only(record), default=str) + b"\n"
         if self._fresh_line:
             # Terminate the torn fragment: the fragment stays (never rewrite the log), but
             # it is its own line, which readers skip as unparsable.
@@ -195,3 +199,23 @@ def tail_lines(path: Path, count: int) -> list[bytes]:
     if pos > 0:
         lines = lines[1:]  # the first one may be cut by where the read began
     return lines[-count:]
+
+
+def _utf8_only(value: Any) -> Any:
+    """`value` with every str made valid UTF-8: a byte smuggled in by surrogateescape (a
+    non-UTF-8 file name) is shown as `\\xNN`, any other lone surrogate as U+FFFD."""
+    if isinstance(value, str):
+        return _SURROGATE.sub(_shown_surrogate, value)
+    if isinstance(value, dict):
+        return {_utf8_only(k): _utf8_only(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_utf8_only(v) for v in value]
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _shown_surrogate(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "\ufffd"
