@@ -154,6 +154,9 @@ class CompiledPolicy(CommandJudge, VariableJudge):
                     f"{self.settings.budget_ms} ms budget); it was not found safe")
         except (budget_mod.TooComplex, RecursionError) as exc:
             out.add("ask", "input.too-complex", f"the command is too complex to judge ({exc})")
+        except OSError as exc:  # a file-system fact the judge could not read: a verdict
+            out.add("ask", "input.fs-error", "the judge could not read the file system "
+                    f"({exc.strerror or exc}: {exc.filename!r}); the command was not found safe")
         if only is None and self._deny_globs:
             text = command.lower()
             for regex, rule in self._deny_globs:
