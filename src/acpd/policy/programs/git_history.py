@@ -183,7 +183,8 @@ class _Judge:
         self.where = where
         self.rules = rules
         self.out = out
-        self._repo: Repository | None | bool = False
+        self._repo: Repository | None = None
+        self._looked = False
 
     # -- facts -----------------------------------------------------------------------------
 
@@ -191,14 +192,13 @@ class _Judge:
         return self.parsed is not None and any(o.name in names for o, _ in self.parsed.options)
 
     def repo(self) -> Repository | None:
-        if self._repo is False:
+        if not self._looked:
+            self._looked = True
             try:
                 self._repo = find_repository(self.where)
             except Unreadable as exc:
                 self.ask("git.index-unreadable", f"git {self.sub}: {exc}; files that "
                          "deny_read names may be tracked")
-                self._repo = None
-        assert self._repo is not True and self._repo is not False
         return self._repo
 
     def ask(self, rule: str, reason: str) -> None:
@@ -297,9 +297,7 @@ class _Judge:
     def specs_abs(self, specs: list[str]) -> list[str]:
         out: list[str] = []
         for s in specs:
-            if s.startswith(":"):
-                out.append(_MAGIC)
-            elif _GLOB.search(s):
+            if s.startswith(":") or _GLOB.search(s):
                 out.append(_MAGIC)
             else:
                 out.append(os.path.normpath(os.path.join(self.where, s)))
@@ -308,7 +306,7 @@ class _Judge:
     # -- subcommands -----------------------------------------------------------------------
 
     def log(self) -> None:
-        revs, specs, objects = self.operands()
+        _revs, specs, objects = self.operands()
         self.object_paths(objects)
         if self.has(PATCH):
             self.history(f"{self.sub} with a patch option", self.specs_abs(specs))
@@ -368,7 +366,7 @@ class _Judge:
         elif sub == "list":
             if self.has(PATCH):
                 self.history("stash list with a patch option", [])
-        elif sub in ("push", "save") and self.has(frozenset({"--patch"})):
+        elif sub in ("push", "save") and self.has(frozenset({"-p", "--patch"})):
             self.ask("git.index-read", "git stash --patch prints the changes of tracked "
                      "files, which may include files that deny_read names")
 
@@ -387,8 +385,8 @@ class _Judge:
                  "be files that deny_read names; the sandbox cannot mask git's object store")
 
     def quiet(self) -> None:
-        """A subcommand that prints no file content, except in the forms checked here."""
-        self.object_paths()
+        """A subcommand that prints no file content, except in the forms checked here
+        (`git rev-parse HEAD:.env` prints an object id, not the file)."""
         sub = self.sub
         if sub in _INTERACTIVE and self._interactive(sub):
             self.ask("git.index-read", f"git {sub} in this form prints the changes of "
@@ -480,7 +478,7 @@ def _commit_by_syntax(rev: str) -> bool:
 
 def _spec_covers(spec: str, path: str, sparse: bool) -> bool:
     """Does the pathspec `spec` (absolute, or _MAGIC) reach the tracked `path`?"""
-    if spec == _MAGIC or sparse and (spec == path or spec.startswith(path + "/")):
+    if spec == _MAGIC or (sparse and (spec == path or spec.startswith(path + "/"))):
         return True
     return path == spec or path.startswith(spec.rstrip("/") + "/")
 

@@ -32,6 +32,7 @@ MAX_INDEX = 32 * 1024 * 1024
 """Bytes of index read at most (a 100,000-file index is about 10 MiB)."""
 MAX_WALK = 64
 """Directories walked up from the working directory looking for `.git`."""
+MAX_SHARED = 8
 _LITERAL = re.compile(r"[^*?\[\]]+")
 
 
@@ -126,18 +127,24 @@ def _may_hold(data: bytes, top: str, patterns: tuple[PathPattern, ...]) -> bool:
 def tracked_paths(data: bytes, source: str) -> list[tuple[str, bool]]:
     """(name, is a sparse directory) of every entry of an index file's bytes.
     Raises Unreadable when the bytes are not an index git would read."""
-    if len(data) < 12 or data[:4] != b"DIRC":
-        raise Unreadable(f"{source} is not a git index")
-    version = int.from_bytes(data[4:8], "big")
+    version = _header(data, source)
     count = int.from_bytes(data[8:12], "big")
-    if version not in (2, 3, 4):
-        raise Unreadable(f"{source} has index version {version}")
     for hash_len in (20, 32):
         try:
             return _entries(data, version, count, hash_len)
         except (IndexError, ValueError):
             continue
     raise Unreadable(f"{source} could not be parsed")
+
+
+def _header(data: bytes, source: str) -> int:
+    """The index version; raises Unreadable for what git would not read."""
+    if len(data) < 12 or data[:4] != b"DIRC":
+        raise Unreadable(f"{source} is not a git index")
+    version = int.from_bytes(data[4:8], "big")
+    if version not in (2, 3, 4):
+        raise Unreadable(f"{source} has index version {version}")
+    return version
 
 
 def _entries(data: bytes, version: int, count: int, hash_len: int) -> list[tuple[str, bool]]:
@@ -183,17 +190,21 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
     return value, pos + 1
 
 
-def _shared_index(repo: Repository) -> bytes | None:
-    """The base of a split index (`core.splitIndex`), when there is one."""
+def _shared_indexes(repo: Repository) -> list[tuple[bytes, str]]:
+    """The bases of a split index (`core.splitIndex`): every `sharedindex.*` file (git
+    keeps old ones for a while; reading them all can only find more names)."""
     try:
         names = [e.name for e in os.scandir(repo.git_dir) if e.name.startswith("sharedindex.")]
     except OSError as exc:
         raise Unreadable(f"cannot list {repo.git_dir}: {exc.strerror}") from exc
-    if not names:
-        return None
-    if len(names) > 1:
-        raise Unreadable("the repository has several shared index files")
-    return _read(os.path.join(repo.git_dir, names[0]))
+    if len(names) > MAX_SHARED:
+        raise Unreadable(f"the repository has {len(names)} shared index files")
+    out: list[tuple[bytes, str]] = []
+    for name in sorted(names):
+        data = _read(os.path.join(repo.git_dir, name))
+        if data is not None:
+            out.append((data, name))
+    return out
 
 
 def denied_tracked(repo: Repository, rules: PathRules) -> list[tuple[str, str, bool]]:
@@ -203,7 +214,8 @@ def denied_tracked(repo: Repository, rules: PathRules) -> list[tuple[str, str, b
         return []
     found: list[tuple[str, str, bool]] = []
     for data, source in _index_files(repo):
-        if data[4:8] != b"\x00\x00\x00\x04" and not _may_hold(data, repo.top, rules.deny_read):
+        version = _header(data, source)
+        if version != 4 and not _may_hold(data, repo.top, rules.deny_read):
             continue
         for name, sparse in tracked_paths(data, source):
             path = f"{repo.top.rstrip('/')}/{name.rstrip('/')}"
@@ -221,7 +233,4 @@ def _index_files(repo: Repository) -> list[tuple[bytes, str]]:
     data = _read(index)
     if data is not None:
         out.append((data, index))
-    shared = _shared_index(repo)
-    if shared is not None:
-        out.append((shared, "the shared index"))
-    return out
+    return out + _shared_indexes(repo)
