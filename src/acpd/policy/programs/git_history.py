@@ -27,14 +27,20 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from functools import lru_cache
 
 from acpd.policy.decision import Verdict
 from acpd.policy.programs.git import GLOBAL, STASH_SUB, SUB
-from acpd.policy.programs.git_index import Repository, Unreadable, denied_tracked, find_repository
+from acpd.policy.programs.git_index import (
+    MAGIC,
+    Repository,
+    Unreadable,
+    denied_tracked,
+    find_repository,
+    may_reach,
+)
 from acpd.policy.programs.spec import Model, Parsed, parse_argv
-from acpd.policy.sandbox import PathPattern, PathRules, inside
+from acpd.policy.sandbox import PathRules
 from acpd.policy.words import DYN
 
 Finding = tuple[Verdict, str, str]
@@ -272,7 +278,7 @@ class _Judge:
             return self.rules.deny_read[0].text
         for spec in specs:
             for pat in self.rules.deny_read:
-                if _spec_may_reach(spec, pat, self.rules.roots):
+                if may_reach(spec, pat, self.rules.roots):
                     return pat.text
         return None
 
@@ -298,7 +304,7 @@ class _Judge:
         out: list[str] = []
         for s in specs:
             if s.startswith(":") or _GLOB.search(s):
-                out.append(_MAGIC)
+                out.append(MAGIC)
             else:
                 out.append(os.path.normpath(os.path.join(self.where, s)))
         return out
@@ -422,10 +428,6 @@ class _Judge:
                                "--fixup", "--no-edit", "--dry-run")
 
 
-_MAGIC = "\x00magic"
-"""A pathspec whose reach is not computed (a glob, magic): it may cover any path."""
-
-
 def _short_value(sub: str, arg: str) -> bool:
     """`-m msg`-like clusters where the letter found is a value, not an option
     (`git commit -mpv` is the message "pv")."""
@@ -477,35 +479,11 @@ def _commit_by_syntax(rev: str) -> bool:
 
 
 def _spec_covers(spec: str, path: str, sparse: bool) -> bool:
-    """Does the pathspec `spec` (absolute, or _MAGIC) reach the tracked `path`?"""
-    if spec == _MAGIC or (sparse and (spec == path or spec.startswith(path + "/"))):
+    """Does the pathspec `spec` (absolute, or MAGIC) reach the tracked `path`? Compared
+    without case (`--icase-pathspecs`, core.ignoreCase)."""
+    if spec == MAGIC:
+        return True
+    spec, path = spec.lower(), path.lower()
+    if sparse and (spec == path or spec.startswith(path + "/")):
         return True
     return path == spec or path.startswith(spec.rstrip("/") + "/")
-
-
-def _spec_may_reach(spec: str, pat: PathPattern, roots: tuple[str, ...]) -> bool:
-    """Could a path at or beneath `spec` (absolute, or _MAGIC), in any revision, be one
-    `pat` names? Conservative: True unless the pattern's leading components rule it out."""
-    if spec == _MAGIC or pat.anchor == "any":
-        return True
-    text = pat.text
-    tail_any = text.endswith("/**")
-    if "**" in (text[:-3] if tail_any else text):
-        return True
-    if pat.anchor == "rel":
-        root = inside(spec, roots)
-        if root is None:
-            return any(inside(r, (spec,)) for r in roots)
-        comps = [c for c in spec[len(root.rstrip("/")) + 1 :].split("/") if c]
-    else:
-        comps = [c for c in spec.split("/") if c]
-    parts = list(pat.parts)
-    if not tail_any and len(comps) > len(parts):
-        return False
-    return all(_meet(c, p) for c, p in zip(comps, parts, strict=False))
-
-
-def _meet(comp: str, part: str) -> bool:
-    if _GLOB.search(part):
-        return fnmatchcase(comp.lower(), part.lower())
-    return comp.lower() == part.lower()

@@ -24,9 +24,10 @@ import os
 import re
 import stat
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 
 from acpd.policy import budget as budget_mod
-from acpd.policy.sandbox import PathPattern, PathRules, matches
+from acpd.policy.sandbox import PathPattern, PathRules, inside, matches
 
 MAX_INDEX = 32 * 1024 * 1024
 """Bytes of index read at most (a 100,000-file index is about 10 MiB)."""
@@ -100,9 +101,9 @@ def _read(path: str) -> bytes | None:
     return data
 
 
-def _needles(patterns: tuple[PathPattern, ...]) -> list[bytes] | None:
+def _needles(patterns: list[PathPattern]) -> list[bytes] | None:
     """One literal part (case-folded) each pattern's matches must contain, or None when a
-    pattern has none (then every index is parsed)."""
+    pattern has none (then every name is checked)."""
     out: list[bytes] = []
     for pat in patterns:
         chunks = [c for part in pat.parts for c in _LITERAL.findall(part)]
@@ -114,19 +115,45 @@ def _needles(patterns: tuple[PathPattern, ...]) -> list[bytes] | None:
     return out
 
 
-def _may_hold(data: bytes, top: str, patterns: tuple[PathPattern, ...]) -> bool:
-    """False only when no tracked name of this (v2/v3) index can match a pattern."""
-    needles = _needles(patterns)
-    if needles is None:
-        return True
-    folded = data.lower()
-    above = top.lower().encode("utf-8", "surrogateescape") + b"/"
-    return any(n in folded or n in above for n in needles)
+class _Sieve:
+    """Which names of an index need the full pattern match: those holding a literal part of
+    a pattern that can reach beneath the work tree's top (all names when a part is in the
+    top's own path, or a pattern has none)."""
+
+    def __init__(self, top: str, rules: PathRules) -> None:
+        self.patterns = tuple(p for p in rules.deny_read if may_reach(top, p, rules.roots))
+        needles = _needles(list(self.patterns))
+        above = top.lower().encode("utf-8", "surrogateescape") + b"/"
+        self.every = needles is None or any(n in above for n in needles)
+        # `bytes in bytes` (a C search per needle) is ~20x faster here than one regex
+        # alternation over a megabyte of index
+        self.needles = tuple(dict.fromkeys(needles or ()))
+
+    def may_hold(self, data: bytes) -> bool:
+        """False only when no name of this (v2/v3) index can match: names are stored
+        whole there, so a name holding a literal part holds it in the file's bytes."""
+        if not self.patterns:
+            return False
+        if self.every:
+            return True
+        folded = data.lower()
+        return any(n in folded for n in self.needles)
+
+    def candidate(self, name: bytes) -> bool:
+        if self.every:
+            return True
+        folded = name.lower()
+        return any(n in folded for n in self.needles)
 
 
 def tracked_paths(data: bytes, source: str) -> list[tuple[str, bool]]:
     """(name, is a sparse directory) of every entry of an index file's bytes.
     Raises Unreadable when the bytes are not an index git would read."""
+    return [(n.decode("utf-8", "surrogateescape"), d) for n, d in tracked_names(data, source)]
+
+
+def tracked_names(data: bytes, source: str) -> list[tuple[bytes, bool]]:
+    """`tracked_paths` with the names as stored (bytes)."""
     version = _header(data, source)
     count = int.from_bytes(data[8:12], "big")
     for hash_len in (20, 32):
@@ -147,35 +174,37 @@ def _header(data: bytes, source: str) -> int:
     return version
 
 
-def _entries(data: bytes, version: int, count: int, hash_len: int) -> list[tuple[str, bool]]:
-    out: list[tuple[str, bool]] = []
+def _entries(data: bytes, version: int, count: int, hash_len: int) -> list[tuple[bytes, bool]]:
+    """The entries' names (the loop is the cost of a big index: kept to slicing)."""
+    out: list[tuple[bytes, bool]] = []
+    append = out.append
     pos = 12
     fixed = 40 + hash_len + 2
-    previous = b""
     end = len(data) - hash_len
+    previous = b""
+    from_bytes = int.from_bytes
     for k in range(count):
-        if not k & 1023:
+        if not k & 4095:
             budget_mod.check()
-        if pos + fixed > end:
-            raise ValueError("truncated")
-        mode = int.from_bytes(data[pos + 24 : pos + 28], "big")
-        flags = int.from_bytes(data[pos + fixed - 2 : pos + fixed], "big")
-        head = fixed + (2 if flags & 0x4000 and version >= 3 else 0)
+        flags = from_bytes(data[pos + fixed - 2 : pos + fixed], "big")
+        head = pos + fixed + (2 if flags & 0x4000 and version >= 3 else 0)
         if version == 4:
-            strip, at = _varint(data, pos + head)
+            strip, at = _varint(data, head)
             nul = data.index(b"\x00", at)
             if strip > len(previous):
                 raise ValueError("bad prefix")
             name = previous[: len(previous) - strip] + data[at:nul]
-            pos = nul + 1
+            previous = name
+            nxt = nul + 1
         else:
-            nul = data.index(b"\x00", pos + head)
-            name = data[pos + head : nul]
-            pos += (head + len(name) + 8) & ~7
-        if pos > end or not name:
+            length = flags & 0xFFF
+            nul = head + length if length < 0xFFF else data.index(b"\x00", head)
+            name = data[head:nul]
+            nxt = pos + ((head - pos + len(name) + 8) & ~7)
+        if nxt > end or not name or data[nul] != 0:
             raise ValueError("truncated")
-        previous = name
-        out.append((name.decode("utf-8", "surrogateescape"), stat.S_ISDIR(mode)))
+        append((name, data[pos + 26] >> 4 == 4))  # mode 040000: a sparse directory
+        pos = nxt
     return out
 
 
@@ -212,19 +241,56 @@ def denied_tracked(repo: Repository, rules: PathRules) -> list[tuple[str, str, b
     `deny_read` names. Raises Unreadable."""
     if not rules.deny_read:
         return []
+    sieve = _Sieve(repo.top, rules)
     found: list[tuple[str, str, bool]] = []
+    top = repo.top.rstrip("/")
     for data, source in _index_files(repo):
         version = _header(data, source)
-        if version != 4 and not _may_hold(data, repo.top, rules.deny_read):
+        if version != 4 and not sieve.may_hold(data):
             continue
-        for name, sparse in tracked_paths(data, source):
-            path = f"{repo.top.rstrip('/')}/{name.rstrip('/')}"
-            hit = matches(path, rules.deny_read, rules.roots)
+        for raw, sparse in tracked_names(data, source):
+            if not sparse and not sieve.candidate(raw):
+                continue
+            path = f"{top}/{raw.decode('utf-8', 'surrogateescape').rstrip('/')}"
+            hit = matches(path, sieve.patterns, rules.roots)
             if hit is None and sparse:
                 hit = "(a sparse directory: any path beneath it)"
             if hit is not None:
                 found.append((path, hit, sparse))
     return found
+
+
+def may_reach(spec: str, pat: PathPattern, roots: tuple[str, ...]) -> bool:
+    """Could a path at or beneath `spec` (absolute; MAGIC: unknown) be one `pat` names?
+    Conservative: True unless the pattern's leading components rule it out."""
+    if spec == MAGIC or pat.anchor == "any":
+        return True
+    text = pat.text
+    tail_any = text.endswith("/**")
+    if "**" in (text[:-3] if tail_any else text):
+        return True
+    if pat.anchor == "rel":
+        root = inside(spec, roots)
+        if root is None:
+            return any(inside(r, (spec,)) for r in roots)
+        comps = [c for c in spec[len(root.rstrip("/")) + 1 :].split("/") if c]
+    else:
+        comps = [c for c in spec.split("/") if c]
+    parts = list(pat.parts)
+    if not tail_any and len(comps) > len(parts):
+        return False
+    return all(_meet(c, p) for c, p in zip(comps, parts, strict=False))
+
+
+def _meet(comp: str, part: str) -> bool:
+    if _GLOB.search(part):
+        return fnmatchcase(comp.lower(), part.lower())
+    return comp.lower() == part.lower()
+
+
+MAGIC = "\x00magic"
+"""A pathspec whose reach is not computed (a glob, magic): it may cover any path."""
+_GLOB = re.compile(r"[*?\[]")
 
 
 def _index_files(repo: Repository) -> list[tuple[bytes, str]]:
