@@ -98,7 +98,13 @@ HISTORY = [  # each prints (or tests) file contents from history, the index or t
     "git difftool HEAD", "git diff-tree -p HEAD", "git diff-index -p HEAD", "git diff-files -p",
     "git request-pull -p HEAD~1 .", "git lg", "git my-alias", "git log -p --output=x",
     "git log --ext-diff -p", "git log --textconv -p", "git -p log -p", "git mv .env x",
-    "git show --no-such-option", "git log --no-such-option -p",
+    "git show --no-such-option", "git log --no-such-option -p", "git fsck --lost-found",
+    "git worktree add ../x HEAD~1", "git lgo -p", "git show HEAD^{tree}", "git show -s main",
+    "git diff envblob HEAD:a.txt", "git grep -l CANARY", "git log -p -- ':!src'",
+    "git diff -- ':(exclude).env'", "git stash show --include-untracked", "git log -p5",
+    "git log --pa", "env git log -p", "nice git log -p", "bash -c 'git log -p'",
+    "/usr/bin/git log -p", "g\\it log -p", "x=log; git $x -p", "git commit --verb -m x",
+    "git status --short --verb", "git show 'HEAD@{10:00}:.env'",
 ]
 
 
@@ -146,6 +152,17 @@ def test_index_forms_are_allowed_without_a_tracked_secret(default: CompiledPolic
                                                           clean: Path, cmd: str) -> None:
     d = default.judge(cmd, cwd=str(clean), roots=(str(clean),), trust="trusted")
     assert d.verdict == "allow", (cmd, d)
+
+
+def test_pathspecs_are_compared_without_case(default: CompiledPolicy, tmp_path: Path) -> None:
+    """`git --icase-pathspecs diff -- sub` prints a tracked `Sub/.env`."""
+    ws = make_repo(tmp_path / "ws", secret=False)
+    (ws / "Sub").mkdir()
+    (ws / "Sub" / ".env").write_text("K=V\n")
+    git(ws, "add", "-f", "Sub/.env")
+    for cmd in ("git --icase-pathspecs diff -- sub", "git diff -- Sub", "git grep K -- Sub"):
+        assert verdict(default, ws, cmd) == "ask", cmd
+    assert verdict(default, ws, "git diff -- a.txt") == "allow"
 
 
 def test_reasons_name_the_file_and_the_pattern(default: CompiledPolicy, leaky: Path) -> None:

@@ -61,12 +61,15 @@ LOG_LIKE = frozenset({"log", "whatchanged", "shortlog", "reflog"})
 QUIET_SUBS = frozenset({
     "status", "rev-parse", "ls-files", "describe", "switch", "remote", "config", "branch",
     "tag", "for-each-ref", "checkout", "restore", "reset", "merge", "rebase", "cherry-pick",
-    "revert", "pull", "fetch", "push", "clone", "init", "rm", "clean", "gc", "prune", "fsck",
+    "revert", "pull", "fetch", "push", "clone", "init", "rm", "clean", "gc", "prune",
     "ls-tree", "ls-remote", "name-rev", "merge-base", "show-ref", "symbolic-ref",
     "update-ref", "count-objects", "var", "version", "help", "check-ignore", "check-attr",
     "check-ref-format", "rev-list", "show-branch", "cherry", "maintenance", "hash-object",
     "write-tree", "blame", "add", "commit", "stash"})
-"""Subcommands that print no file content (but see `_quiet_form` for their exceptions)."""
+"""Subcommands that print no file content (but see `_Judge.quiet` for their exceptions).
+Not here: `mv` (renames a denied file to a name no pattern names), `fsck` (--lost-found writes
+blobs under .git/lost-found), `worktree`, `checkout-index`, `unpack-file` (write files out of
+the object store), `notes`, `archive`, `bundle`... they ask."""
 _INTERACTIVE = {"add": ("--patch", "--interactive", "--edit"),
                 "commit": ("--patch", "--interactive", "--verbose"),
                 "status": ("--verbose",),

@@ -110,8 +110,8 @@ def _needles(patterns: list[PathPattern]) -> list[bytes] | None:
         chunks = [c for part in pat.parts for c in _LITERAL.findall(part)]
         if pat.anchor == "abs":
             chunks = chunks[-1:]  # the leading ones may lie above the work tree
-        if not chunks:
-            return None
+        if not chunks or not max(chunks, key=len).isascii():
+            return None  # bytes.lower() folds ASCII only: check every name
         out.append(max(chunks, key=len).lower().encode("utf-8", "surrogateescape"))
     return out
 
