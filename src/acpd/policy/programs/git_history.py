@@ -39,47 +39,31 @@ from acpd.policy.programs.git_index import (
     find_repository,
     may_reach,
 )
+from acpd.policy.programs.git_words import (
+    GLOB,
+    LOG_LIKE,
+    NO_CONTENT,
+    PATCH,
+    QUIET_SUBS,
+    commit_by_syntax,
+    dashdash_index,
+    object_colon,
+    object_path,
+    short_value,
+    spec_covers,
+)
 from acpd.policy.programs.spec import Model, Parsed, parse_argv
 from acpd.policy.sandbox import PathRules
 from acpd.policy.words import DYN
 
 Finding = tuple[Verdict, str, str]
 
-PATCH = frozenset({
-    "-p", "-u", "--patch", "-U", "--unified", "--patch-with-raw", "--patch-with-stat",
-    "--word-diff", "--word-diff-regex", "--color-words", "--cc", "-c", "--combined-all-paths",
-    "-m", "--diff-merges", "--remerge-diff", "--dd", "-G", "-S", "--find-object",
-    "--pickaxe-all", "--pickaxe-regex", "--check", "-W", "--function-context",
-    "--inter-hunk-context", "--textconv", "--ext-diff", "-L", "--binary", "--full-diff",
-    "--output"})
-"""Options that print file contents (a patch, checked lines) or test them (-G, -S)."""
-NO_CONTENT = frozenset({
-    "--stat", "--numstat", "--shortstat", "--name-only", "--name-status", "--raw", "--summary",
-    "--dirstat", "--dirstat-by-file", "--compact-summary", "-s", "--no-patch", "--quiet", "-X"})
-"""Output formats that replace the patch with names and counts."""
-LOG_LIKE = frozenset({"log", "whatchanged", "shortlog", "reflog"})
-QUIET_SUBS = frozenset({
-    "status", "rev-parse", "ls-files", "describe", "switch", "remote", "config", "branch",
-    "tag", "for-each-ref", "checkout", "restore", "reset", "merge", "rebase", "cherry-pick",
-    "revert", "pull", "fetch", "push", "clone", "init", "rm", "clean", "gc", "prune",
-    "ls-tree", "ls-remote", "name-rev", "merge-base", "show-ref", "symbolic-ref",
-    "update-ref", "count-objects", "var", "version", "help", "check-ignore", "check-attr",
-    "check-ref-format", "rev-list", "show-branch", "cherry", "maintenance", "hash-object",
-    "write-tree", "blame", "add", "commit", "stash"})
-"""Subcommands that print no file content (but see `_Judge.quiet` for their exceptions).
-Not here: `mv` (renames a denied file to a name no pattern names), `fsck` (--lost-found writes
-blobs under .git/lost-found), `worktree`, `checkout-index`, `unpack-file` (write files out of
-the object store), `notes`, `archive`, `bundle`... they ask."""
 _INTERACTIVE = {"add": ("--patch", "--interactive", "--edit"),
                 "commit": ("--patch", "--interactive", "--verbose"),
                 "status": ("--verbose",),
                 "checkout": ("--patch",), "restore": ("--patch",), "reset": ("--patch",)}
 _INTERACTIVE_SHORT = {"add": "pie", "commit": "pv", "status": "v", "checkout": "p",
                       "restore": "p", "reset": "p"}
-_COMMIT_FORCED = re.compile(r"(?:[~^]\d*|\^\{commit\}|\^[!@-]\d*)+$")
-_GLOB = re.compile(r"[*?\[]")
-
-
 @dataclass(slots=True)
 class GitContent:
     """What judging a git argv found: findings, and exact paths read from the object store
@@ -219,7 +203,7 @@ class _Judge:
         pos = list(self.parsed.positionals)
         if skip_pattern and pos:
             pos = pos[1:]
-        dashdash = _dashdash_index(self.form.sub_args, pos)
+        dashdash = dashdash_index(self.form.sub_args, pos)
         revs: list[str] = []
         specs: list[str] = []
         objects: list[str] = []
@@ -234,9 +218,9 @@ class _Judge:
             return "path"
         if arg.startswith(":/"):
             return "rev"  # a commit found by its message (or the top of the tree)
-        if _object_colon(arg) >= 0:
+        if object_colon(arg) >= 0:
             return "object"
-        if os.path.lexists(os.path.join(self.where, arg)) or _GLOB.search(arg):
+        if os.path.lexists(os.path.join(self.where, arg)) or GLOB.search(arg):
             return "path"
         return "rev"
 
@@ -244,7 +228,7 @@ class _Judge:
         """The absolute paths named by REV:path / :path words, added to `reads`."""
         found: list[str] = []
         for word in words if words is not None else self._object_words():
-            colon = _object_colon(word)
+            colon = object_colon(word)
             path = word[colon + 1 :]
             if word.startswith(":") and re.match(r"^:[0-3]:", word):
                 path = word[3:]
@@ -255,7 +239,7 @@ class _Judge:
         return found
 
     def _object_words(self) -> list[str]:
-        return [a for a in self.form.sub_args if not a.startswith("-") and _object_colon(a) >= 0]
+        return [a for a in self.form.sub_args if not a.startswith("-") and object_colon(a) >= 0]
 
     def _abs_paths(self, path: str) -> list[str]:
         """A path inside a tree: relative to the top of the work tree, or to where git runs
@@ -297,7 +281,7 @@ class _Judge:
                      "names may be tracked")
             return
         for path, pattern, sparse in denied:
-            if not specs or any(_spec_covers(s, path, sparse) for s in specs):
+            if not specs or any(spec_covers(s, path, sparse) for s in specs):
                 shown = os.path.relpath(path, self.where)
                 self.ask("git.index-read", f"git {what} prints the tracked {shown} (deny_read "
                          f"{pattern!r}) from git's index; the sandbox cannot mask it")
@@ -306,7 +290,7 @@ class _Judge:
     def specs_abs(self, specs: list[str]) -> list[str]:
         out: list[str] = []
         for s in specs:
-            if s.startswith(":") or _GLOB.search(s):
+            if s.startswith(":") or GLOB.search(s):
                 out.append(MAGIC)
             else:
                 out.append(os.path.normpath(os.path.join(self.where, s)))
@@ -326,7 +310,7 @@ class _Judge:
         quiet = self.has(NO_CONTENT) and not self.has(PATCH)
         if objects and not revs and not specs:
             return  # only REV:path words: each judged as a read of that path
-        unsure = [r for r in revs if not _commit_by_syntax(r)]
+        unsure = [r for r in revs if not commit_by_syntax(r)]
         if quiet and not unsure:
             return
         what = f"show {unsure[0]}" if unsure else "show"
@@ -345,7 +329,7 @@ class _Judge:
         self.object_paths(objects)
         if self.has(NO_CONTENT) and not self.has(PATCH):
             return
-        trees = [p for w in objects for p in self._abs_paths(_object_path(w)) if p]
+        trees = [p for w in objects for p in self._abs_paths(object_path(w)) if p]
         history = revs or objects or self.parsed.has("--cached", "--staged", "--merge-base")
         if history:
             self.history("diff with a revision or --cached", self.specs_abs(specs) + trees)
@@ -361,7 +345,7 @@ class _Judge:
             self.ask("git.history-read", "git grep --recurse-submodules reads every "
                      "submodule's index and objects, where files that deny_read names may be")
             return
-        trees = [p for w in objects for p in self._abs_paths(_object_path(w)) if p]
+        trees = [p for w in objects for p in self._abs_paths(object_path(w)) if p]
         if revs or objects:
             self.history("grep in a revision", self.specs_abs(specs) + trees)
         self.index("grep", self.specs_abs(specs))
@@ -386,7 +370,7 @@ class _Judge:
         if opts and all(o in ("-t", "-s", "-e") for o in opts):
             return  # type, size, existence: no content
         objects = [w for w in words if w not in ("blob", "tree", "commit", "tag")]
-        if objects and all(_object_colon(w) >= 0 for w in objects) and not any(
+        if objects and all(object_colon(w) >= 0 for w in objects) and not any(
                 o.startswith("--batch") or o in ("--textconv", "--filters") for o in opts):
             self.object_paths(objects)
             return
@@ -422,71 +406,10 @@ class _Judge:
                 if len(head) > 3 and any(n.startswith(head) for n in longs):
                     return True
             elif a.startswith("-") and any(c in shorts for c in a[1:]):
-                return not _short_value(sub, a)
+                return not short_value(sub, a)
         return False
 
     def _message_given(self) -> bool:
         assert self.parsed is not None
         return self.parsed.has("-m", "--message", "--file", "-C", "--reuse-message",
                                "--fixup", "--no-edit", "--dry-run")
-
-
-def _short_value(sub: str, arg: str) -> bool:
-    """`-m msg`-like clusters where the letter found is a value, not an option
-    (`git commit -mpv` is the message "pv")."""
-    if sub != "commit":
-        return False
-    for k, c in enumerate(arg[1:], 1):
-        if c in "mFCctS":
-            return all(x not in "pv" for x in arg[1:k])
-    return False
-
-
-def _dashdash_index(sub_args: tuple[str, ...], pos: list[str]) -> int:
-    """Index in `pos` of the first positional after `--` (len(pos) when there is none)."""
-    if "--" not in sub_args:
-        return len(pos)
-    after = len(sub_args) - sub_args.index("--") - 1
-    return max(0, len(pos) - after)
-
-
-def _object_colon(word: str) -> int:
-    """Position of the `:` of REV:path or :path (outside `@{...}`), or -1."""
-    if word.startswith(("-", ":/", ":(", ":!", ":^")) or "://" in word:
-        return -1
-    depth = 0
-    for k, ch in enumerate(word):
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth = max(0, depth - 1)
-        elif ch == ":" and depth == 0:
-            return k
-    return -1
-
-
-def _object_path(word: str) -> str:
-    if re.match(r"^:[0-3]:", word):
-        return word[3:]
-    return word[_object_colon(word) + 1 :]
-
-
-def _commit_by_syntax(rev: str) -> bool:
-    """A revision that names a commit whatever refs hold: HEAD, @, a range, X~n, X^, X^{commit},
-    a reflog entry of HEAD."""
-    if rev in ("HEAD", "@") or rev.startswith(("HEAD@{", "@{", "^", ":/")):
-        return True
-    if ".." in rev:
-        return True
-    return bool(_COMMIT_FORCED.search(rev)) and not rev.endswith("^{}")
-
-
-def _spec_covers(spec: str, path: str, sparse: bool) -> bool:
-    """Does the pathspec `spec` (absolute, or MAGIC) reach the tracked `path`? Compared
-    without case (`--icase-pathspecs`, core.ignoreCase)."""
-    if spec == MAGIC:
-        return True
-    spec, path = spec.lower(), path.lower()
-    if sparse and (spec == path or spec.startswith(path + "/")):
-        return True
-    return path == spec or path.startswith(spec.rstrip("/") + "/")
