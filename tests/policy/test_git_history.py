@@ -293,3 +293,13 @@ def test_cli_check(leaky: Path, cmd: str, code: int) -> None:
     done = subprocess.run([sys.executable, "-m", "acpd", "policy", "check", "--cwd",
                            str(leaky), "--", cmd], capture_output=True, text=True, timeout=60)
     assert done.returncode == code, (cmd, done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize("cmd", ["/proc/1/root/bin/ls; curl https://example.com",
+                                 "git -C /proc/1/root diff; rm -rf ~",
+                                 "cat /proc/1/root/etc/shadow && rm -rf ~"])
+def test_a_file_system_error_does_not_hide_the_rest_of_the_line(default: CompiledPolicy,
+                                                                tmp_path: Path,
+                                                                cmd: str) -> None:
+    d = default.judge(cmd, cwd=str(tmp_path), roots=(str(tmp_path),), trust="trusted")
+    assert d.verdict == "deny", d
