@@ -104,7 +104,7 @@ HISTORY = [  # each prints (or tests) file contents from history, the index or t
     "git diff -- ':(exclude).env'", "git stash show --include-untracked", "git log -p5",
     "git log --pa", "env git log -p", "nice git log -p", "bash -c 'git log -p'",
     "/usr/bin/git log -p", "g\\it log -p", "x=log; git $x -p", "git commit --verb -m x",
-    "git status --short --verb", "git show 'HEAD@{10:00}:.env'",
+    "git status --short --verb", "git show 'HEAD@{10:00}:.env'", "git grep -e -- HEAD",
 ]
 
 

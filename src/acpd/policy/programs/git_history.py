@@ -52,7 +52,7 @@ from acpd.policy.programs.git_words import (
     short_value,
     spec_covers,
 )
-from acpd.policy.programs.spec import Model, Parsed, parse_argv
+from acpd.policy.programs.spec import Model, Parsed, Program, parse_argv
 from acpd.policy.sandbox import PathRules
 from acpd.policy.words import DYN
 
@@ -88,6 +88,9 @@ class _Form:
     """The subcommand's options and positionals, when its table is known."""
     unknown: bool
     """The argument spec did not model some option or argument."""
+    after_separator: int | None = None
+    """Words after the `--` that ends the options (None: no such `--`; one that is an
+    option's value, as in `git grep -e -- HEAD`, is not it)."""
 
 
 @lru_cache(maxsize=1024)
@@ -111,7 +114,19 @@ def _form(args: tuple[str, ...]) -> _Form:
         rest = rest[1:] if rest[:1] in (("show",), ("list",), ("exists",)) else rest
     parsed = parse_argv(prog, list(rest), model) if prog is not None else None
     return _Form(sub, tuple(rest), stash_sub, tuple(glob.values("-C")), parsed,
-                 bool(model.unknown))
+                 bool(model.unknown), _separator(prog, rest))
+
+
+def _separator(prog: Program | None, rest: tuple[str, ...]) -> int | None:
+    for k, word in enumerate(rest):
+        if word != "--":
+            continue
+        probe = Model("git")
+        if prog is not None:
+            parse_argv(prog, list(rest[:k]), probe)
+        if not any("lacks its value" in u for u in probe.unknown):
+            return len(rest) - k - 1
+    return None
 
 
 def git_content(args: list[str], cwds: list[str], rules: PathRules) -> GitContent:
@@ -203,7 +218,7 @@ class _Judge:
         pos = list(self.parsed.positionals)
         if skip_pattern and pos:
             pos = pos[1:]
-        dashdash = dashdash_index(self.form.sub_args, pos)
+        dashdash = dashdash_index(self.form.after_separator, pos)
         revs: list[str] = []
         specs: list[str] = []
         objects: list[str] = []

@@ -49,12 +49,10 @@ def short_value(sub: str, arg: str) -> bool:
     return False
 
 
-def dashdash_index(sub_args: tuple[str, ...], pos: list[str]) -> int:
-    """Index in `pos` of the first positional after `--` (len(pos) when there is none)."""
-    if "--" not in sub_args:
-        return len(pos)
-    after = len(sub_args) - sub_args.index("--") - 1
-    return max(0, len(pos) - after)
+def dashdash_index(after: int | None, pos: list[str]) -> int:
+    """Index in `pos` of the first positional after `--` (len(pos) when there is none);
+    `after`: how many words follow the separator (see `git_history._separator`)."""
+    return len(pos) if after is None else max(0, len(pos) - after)
 
 
 def object_colon(word: str) -> int:
