@@ -303,3 +303,17 @@ def test_a_file_system_error_does_not_hide_the_rest_of_the_line(default: Compile
                                                                 cmd: str) -> None:
     d = default.judge(cmd, cwd=str(tmp_path), roots=(str(tmp_path),), trust="trusted")
     assert d.verdict == "deny", d
+
+
+def test_history_asks_only_for_patterns_that_reach_the_repository(leaky: Path) -> None:
+    """A deny list of absolute paths elsewhere (`~/.ssh/**`) cannot name a file of this
+    repository's history: `git log -p` stays allowed; a pattern under it asks."""
+    from acpd.policy.engine import compile_policy
+    from acpd.policy.rules import load_base
+
+    base = load_base(None)[0]
+    for deny, want in ((["/nonexistent-home/.ssh/**", "/etc/shadow"], "allow"),
+                       ([f"{leaky}/sub/**"], "ask"), (["**/.env"], "ask")):
+        paths = base.paths.model_copy(update={"deny_read": tuple(deny)})
+        policy = compile_policy(base.model_copy(update={"paths": paths}))
+        assert verdict(policy, leaky, "git log -p") == want, deny

@@ -276,8 +276,9 @@ class _Judge:
                      "be; the sandbox cannot mask git's object store")
 
     def _history_hit(self, specs: list[str]) -> str | None:
-        if not specs:
-            return self.rules.deny_read[0].text
+        if not specs:  # the whole tree, in every revision
+            repo = self.repo()
+            specs = [repo.top if repo is not None else MAGIC]
         for spec in specs:
             for pat in self.rules.deny_read:
                 if may_reach(spec, pat, self.rules.roots):
