@@ -353,6 +353,7 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         if res.argv:
             self._command(res.argv, ctx, depth)
 
+
 def _fs_error(out: Findings, exc: OSError) -> None:
     out.add("ask", "input.fs-error", "the judge could not read the file system "
             f"({exc.strerror or exc}: {exc.filename!r}); the command was not found safe")
