@@ -398,3 +398,86 @@ async def test_benign_workflows_run_without_a_prompt(where: str, tmp_path: Path)
     assert statuses == dict.fromkeys(BENIGN, "completed")
     assert git("log", "-1", "--format=%s").strip() == "a benign commit"
     assert (ws / "build" / "d.txt").read_text() == "b\na\n"
+
+
+# ---- class 6 through git: files deny_read names, read from the object store, the index or the
+# stash (the sandbox masks them on disk only). Each command prints a canary in plain bash.
+
+GIT_LEAKS = [
+    "git log -p", "git --no-pager log --patch -2", "git log -GCANARY -p --oneline",
+    "git whatchanged -p -1", "git log --cc -1", "git reflog -p -1", "git log -L1,1:.env",
+    "git log -p -- '*.txt'", "git -C secrets log -p -- .", "git show", "git show HEAD",
+    "git show main~0", "git show --stat envblob", "git diff HEAD~0", "git diff --cached",
+    "git diff --staged -U0", "git diff HEAD~1 HEAD", "git diff", "cd secrets && git diff HEAD",
+    "git grep CANARY", "git grep CANARY HEAD", "git grep --cached CANARY",
+    "git stash show -p", "git stash list -p", "git status -v",
+    "git tag -l --format='%(raw)' envblob", "git cat-file -p envblob",
+    "git show HEAD:.env", "git show HEAD:./secrets/token.txt", "git blame .env",
+    "git archive HEAD | tar -xO", "git format-patch -1 --stdout", "git fast-export HEAD",
+]
+GIT_BENIGN = [
+    # (plain `git diff --stat` is allowed too, but fails in the sandbox here: the masked,
+    # modified .env is a character device to git, "unsupported file type")
+    "git status", "git log --oneline", "git diff --stat -- t.txt", "git show --stat",
+    "git branch",
+    "git log --stat -1", "git show HEAD:t.txt", "git grep -n LOCAL -- t.txt",
+    "git diff --name-only HEAD", "git stash list",
+]
+
+
+def make_leaky_workspace(root: Path, home: Path) -> Path:
+    """The workspace above with `.env` and `secrets/token.txt` committed, a stash holding a
+    change of `.env`, `.env` edited (its old line shows as diff context) and the token's
+    removal staged (`git diff --cached` prints it)."""
+    ws = make_workspace(root, home)
+    git = _git_runner(ws, home)
+    git("add", "-f", ".env", "secrets/token.txt")
+    git("commit", "-q", "-m", "secrets")
+    git("tag", "envblob", "HEAD:.env")
+    (ws / ".env").write_text(f"TOKEN={ENV_CANARY}\nMORE=1\n")
+    git("stash", "push", "-q", "--", ".env")
+    (ws / ".env").write_text(f"TOKEN={ENV_CANARY}\nLOCAL=1\n")
+    git("rm", "-q", "--cached", "secrets/token.txt")
+    return ws
+
+
+@pytest.mark.parametrize("command", GIT_LEAKS)
+def test_each_git_leak_prints_the_secret_in_plain_bash(command: str, tmp_path: Path) -> None:
+    """Proof for the case below: every command does its damage without acpd."""
+    home = tmp_path / "home"
+    home.mkdir()
+    ws = make_leaky_workspace(tmp_path / "plain", home)
+    done = subprocess.run(["bash", "-c", command], cwd=ws, env=_env(home),
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+    assert ENV_CANARY in done.stdout or SECRET_CANARY in done.stdout, (command, done.stderr)
+
+
+@pytest.mark.parametrize("where", ["editor-terminal", "local"])
+async def test_git_reads_of_denied_files_print_nothing(where: str, tmp_path: Path) -> None:
+    """Every git form that prints a committed, staged or stashed deny_read file asks (the
+    editor rejects), sandboxed or not; in the same workspace benign git runs at once."""
+    home = tmp_path / "home"
+    home.mkdir()
+    ws = make_leaky_workspace(tmp_path / "acpd", home)
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    config = tmp_path / "acpd.toml"
+    config.write_text('[agent]\ndefault_mode = "ask"\n')
+    commands = GIT_LEAKS + GIT_BENIGN
+    calls = [{"name": "bash", "arguments": {"command": c}} for c in commands]
+    script = write_script(tmp_path / "s.json", [{"tool_calls": calls}, {"text": "done"}])
+    terminal = where == "editor-terminal"
+    client = RecordingClient(answer=always("reject_once"), terminal_enabled=terminal)
+    async with acpd(tmp_path, data_dir=data_dir, workspace=ws, client=client, script=script,
+                    args=("--config", str(config)), env={"HOME": str(home)}) as run:
+        session_id = await run.open_session(caps(terminal=terminal))
+        assert await run.prompt(session_id, "go") == "end_turn"
+    seen = json.dumps(client.updates) + "".join(
+        t.output() for t in client.terminals.values())
+    assert ENV_CANARY not in seen and SECRET_CANARY not in seen
+    asked = [json.dumps(c) for c in client.calls("session/request_permission")]
+    assert len(asked) == len(GIT_LEAKS) - 4, asked  # four are denied outright
+    statuses = {c["title"].rsplit(" (in ", 1)[0]: client.final(c["toolCallId"])["status"]
+                for c in client.tool_calls()}
+    assert {c: statuses[c] for c in GIT_BENIGN} == dict.fromkeys(GIT_BENIGN, "completed")
+    assert all(statuses[c] == "failed" for c in GIT_LEAKS), statuses

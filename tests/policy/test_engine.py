@@ -191,10 +191,10 @@ def test_unknowns_ask(reference: CompiledPolicy, workspace: str, cmd: str) -> No
 
 
 @pytest.mark.parametrize("cmd", [
-    "git status", "git diff HEAD~1 -- src/", "ls | wc -l", "grep -rn TODO src | head",
+    "git status", "git diff --stat HEAD~1 -- src/", "ls | wc -l", "grep -rn TODO src | head",
     "cargo test 2>&1 | tail -n 30", "mkdir -p build/out && cp README.md build/out/",
     "for f in src/*.py; do wc -l \"$f\"; done", "echo \"$HOME\" > out.txt", "cat < README.md",
-    "git log -p -n 1", "sed -i 's/a/b/' src/x.py", "find src -name '*.py' | sort | uniq -c",
+    "git log --stat -n 1", "sed -i 's/a/b/' src/x.py", "find src -name '*.py' | sort | uniq -c",
 ])
 def test_everyday_commands_allowed(reference: CompiledPolicy, workspace: str, cmd: str) -> None:
     assert reference.judge(cmd, cwd=workspace).verdict == "allow", (

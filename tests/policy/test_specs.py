@@ -53,9 +53,9 @@ def judge(policy: CompiledPolicy, ws: str, home: str, cmd: str, *,
 
 
 BENIGN = [
-    "git status", "git status -sb", "git log --oneline -n 20 --graph", "git log -3 -p",
+    "git status", "git status -sb", "git log --oneline -n 20 --graph", "git log -3 --stat",
     "git log --format='%h %s' --since=2.weeks", "git diff", "git diff --stat HEAD~1",
-    "git diff -U3 --cached", "git show HEAD --stat", "git blame src/a.rs", "git add src/a.rs",
+    "git diff --cached --stat", "git show HEAD --stat", "git blame src/a.rs", "git add src/a.rs",
     "git commit -m 'fix: x'", "git commit -am x", "git stash", "git stash list",
     "git stash pop", "git switch -c feature", "git branch -a", "git branch new",
     "git tag -l", "git rev-parse --show-toplevel", "git ls-files", "git grep -n main",

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 SYSTEM_BIN = ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin",
               "/opt/homebrew/bin")
 _PATH_COMMANDS = frozenset({"dd", "find"})
-_GIT_OBJECT_READERS = frozenset({"show", "cat-file", "diff", "difftool", "archive", "blame"})
 
 
 class CommandJudge:
@@ -211,14 +210,17 @@ class CommandJudge:
             out.add(verdict, rule_id, reason)
 
     def _git_objects(self, args: list[str], ctx: _Ctx) -> None:
-        """`git show REV:PATH` reads PATH from history: judged like a read of PATH."""
-        if not any(a in _GIT_OBJECT_READERS for a in args):
+        """Reads of deny_read files through git's object store and index (gitleak hook:
+        `programs/git_history`); `REV:PATH` is judged like a read of PATH."""
+        if ctx.only_rule is not None:
             return
-        for arg in args:
-            if ":" in arg and not arg.startswith("-") and "://" not in arg:
-                path = arg.partition(":")[2]
-                if path:
-                    self._path(path, "read", ctx)
+        from acpd.policy.programs.git_history import git_content
+
+        found = git_content(args, ctx.cwds, ctx.paths)
+        for path in found.reads:
+            self._path(path, "read", ctx)
+        for finding in found.findings:
+            ctx.out.add(*finding)
 
     def _workspace_script(self, what: str, ctx: _Ctx, path: str | None = None) -> None:
         if ctx.only_rule is not None:

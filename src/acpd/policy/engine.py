@@ -154,6 +154,8 @@ class CompiledPolicy(CommandJudge, VariableJudge):
                     f"{self.settings.budget_ms} ms budget); it was not found safe")
         except (budget_mod.TooComplex, RecursionError) as exc:
             out.add("ask", "input.too-complex", f"the command is too complex to judge ({exc})")
+        except OSError as exc:  # a file-system fact the judge could not read: a verdict
+            _fs_error(out, exc)
         if only is None and self._deny_globs:
             text = command.lower()
             for regex, rule in self._deny_globs:
@@ -217,7 +219,10 @@ class CompiledPolicy(CommandJudge, VariableJudge):
                     "a function calls itself (fork bomb shape)")
         self._seed_cwds(script, env, ctx)
         for cmd in script.commands:
-            self._simple(cmd, env, ctx, depth)
+            try:
+                self._simple(cmd, env, ctx, depth)
+            except OSError as exc:  # the other commands of the line are still judged
+                _fs_error(ctx.out, exc)
 
     def _seed_cwds(self, script: parse_mod.Script, env: Env, ctx: Ctx) -> None:
         """Every directory a `cd`/`pushd` of this line may reach, before any command is
@@ -347,6 +352,12 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             self._path(w, "write", ctx)
         if res.argv:
             self._command(res.argv, ctx, depth)
+
+
+def _fs_error(out: Findings, exc: OSError) -> None:
+    out.add("ask", "input.fs-error", "the judge could not read the file system "
+            f"({exc.strerror or exc}: {exc.filename!r}); the command was not found safe")
+
 
 def compile_policy(policy: Policy, *, check_examples: bool = True) -> CompiledPolicy:
     """Compile and validate; every rule's `match`/`not_match` examples must hold."""

@@ -374,12 +374,19 @@ def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: boo
     if "\x00" in lexical:
         # `$'\0'` in a word: no file has that name, and realpath would raise
         return ("deny", "path.nul", f"{mode} path {raw!r} holds a NUL byte")
-    real = resolve(lexical) if entry is None else entry_real(lexical, raw,
-                                                             dest=entry == "dest")
     if mode == "read":
         deny, prefilter = rules.deny_read, rules.read_filter
     else:
         deny, prefilter = rules.deny_write, rules.write_filter
+    try:
+        real = resolve(lexical) if entry is None else entry_real(lexical, raw,
+                                                                 dest=entry == "dest")
+    except OSError as exc:  # EACCES on /proc/1/root, ELOOP...: a verdict, never an error
+        hit = matches(lexical, deny, rules.roots)
+        if hit is not None:
+            return ("deny", f"path.deny-{mode}", f"{mode} of {raw} matches deny_{mode} {hit!r}")
+        return ("ask", "path.unresolvable", f"{mode} of {raw}: its real path cannot be read "
+                f"({exc.strerror or exc}), so it cannot be checked")
     for form in (lexical,) if real == lexical else (lexical, real):
         hit = matches(form, deny, rules.roots) if prefilter.may_match(form, rules.roots) else None
         if hit is None and _GLOB.search(form):

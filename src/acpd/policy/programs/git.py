@@ -186,6 +186,7 @@ _STASH_SUB = {
     "create": _prog("create", "", "", positionals="text"),
     "branch": _prog("branch", "", "", positionals="text"),
 }
+STASH_SUB = _STASH_SUB
 _STASH_DESTROY = {"drop": "drops a stash", "clear": "drops every stash",
                   "store": "rewrites the stash list"}
 _REFLOG_DESTROY = {"expire": "expires reflog entries", "delete": "deletes reflog entries"}
