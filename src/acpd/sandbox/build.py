@@ -7,6 +7,8 @@ What is enforced where:
   walk.py); absolute and `~/` patterns wherever they point (a literal path or directory is
   masked directly, a glob is walked from its literal prefix). `**/` patterns outside the
   roots cannot be found without walking the whole disk: the note says so.
+- Hard links: every other name a denied file has inside the roots is masked as well; names
+  outside them make the profile incomplete (links.py).
 - `deny_write`: inside writable places only (everything else is read-only anyway).
 - `write_roots`: `X/**` or `X` naming a real directory is bound writable; `/tmp` is the
   command's private tmpfs instead of the shared one; globs elsewhere are not enforceable.
@@ -29,6 +31,7 @@ import functools
 import os
 from collections.abc import Iterable, Sequence
 
+from acpd.sandbox.links import linked_names
 from acpd.sandbox.profile import Confinement
 from acpd.sandbox.rules import (
     Matcher,
@@ -75,6 +78,9 @@ def build_confinement(
     for root in real_roots:
         walk_root(root, deny_read, deny_write, found, walk_limit)
     _absolute_masks(rules.deny_read, home, deny_read, found, notes, walk_limit)
+    linked = linked_names(found, _outermost(found.mask_dirs))
+    found.mask_files += linked.masks
+    notes += linked.notes
     write_paths = _write_paths(rules.write_roots, home, real_roots, notes)
     write_paths = _dedupe([*write_paths, *_caches(home, real_roots, deny_write)])
     for path in _absolute_literals(rules.deny_write, home):
@@ -105,7 +111,7 @@ def build_confinement(
         reexpose=reexpose,
         tool_dirs=tool_dirs,
         network=rules.allow_network,
-        complete=not found.truncated and masks <= MASK_LIMIT,
+        complete=not found.truncated and masks <= MASK_LIMIT and linked.complete,
         notes=tuple(notes),
         walked=found.walked,
     )

@@ -102,7 +102,7 @@ def head_args(conf: Confinement) -> list[str]:
     that)."""
     argv = [
         "--die-with-parent", "--new-session",
-        "--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc",
+        "--unshare-user", "--disable-userns", "--unshare-pid", "--as-pid-1", "--unshare-ipc",
         "--unshare-uts", "--unshare-cgroup-try",
     ]
     if not conf.network:

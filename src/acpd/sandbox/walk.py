@@ -45,7 +45,9 @@ class Found:
     git_dirs: list[str] = field(default_factory=list)
     walked: int = 0
     truncated: bool = False
-
+    files: list[tuple[str, int, dict[int, list[str]]]] = field(default_factory=list)
+    """Each directory walked, its device and its non-directory entries by inode (from the
+    directory entries, no stat): where links.py looks for other names of a denied file."""
 
     def merge(self, other: Found) -> None:
         self.mask_files += other.mask_files
@@ -68,6 +70,9 @@ class _Listing:
     found: Found
     subdirs: list[tuple[str, str, int]]
     """(path, rel, inode) of each subdirectory to walk."""
+    inodes: dict[int, list[str]] = field(default_factory=dict)
+    """Names of the entries that are neither directories nor symlinks, by inode number (an
+    entry's inode changes only with the entry: an event or a ctime change on the directory)."""
     reusable: bool = True
 
 
@@ -92,6 +97,7 @@ def walk_root(root: str, deny_read: Matcher, deny_write: Matcher, found: Found,
                 found.truncated = True
                 return
             found.merge(listing.found)
+            found.files.append((directory, listing.dev, listing.inodes))
             stack.extend(listing.subdirs)
 
 
@@ -146,7 +152,7 @@ def _read(directory: str, rel: str, st: os.stat_result, deny_read: Matcher,
         listing.found.walked += 1
         child_rel = f"{rel}/{entry.name}" if rel else entry.name
         reusable &= _visit(entry, f"{directory}/{entry.name}", child_rel, deny_read,
-                           deny_write, listing.found, listing.subdirs)
+                           deny_write, listing.found, listing.subdirs, listing.inodes)
     if reusable and (watching or time.time_ns() - st.st_ctime_ns > RACY_NS):
         if len(_listings) >= CACHE_DIRS:
             _listings.clear()
@@ -158,7 +164,8 @@ def _read(directory: str, rel: str, st: os.stat_result, deny_read: Matcher,
 
 
 def _visit(entry: os.DirEntry[str], path: str, rel: str, deny_read: Matcher,
-           deny_write: Matcher, found: Found, stack: list[tuple[str, str, int]]) -> bool:
+           deny_write: Matcher, found: Found, stack: list[tuple[str, str, int]],
+           inodes: dict[int, list[str]]) -> bool:
     """Record what `entry` (at `path`) needs; False when the finding depends on more than
     the entry's name and type (a symlink's target), so the listing must not be reused."""
     try:
@@ -179,6 +186,7 @@ def _visit(entry: os.DirEntry[str], path: str, rel: str, deny_read: Matcher,
             found.read_only.append(path)
         stack.append((path, rel, entry.inode()))
         return True
+    inodes.setdefault(entry.inode(), []).append(entry.name)
     if deny_read.match(path, rel):
         found.mask_files.append(path)
     elif deny_write.match(path, rel) or entry.name == ".git":
