@@ -32,6 +32,7 @@ import os
 from collections.abc import Iterable, Sequence
 
 from acpd.sandbox.links import linked_names
+from acpd.sandbox.paths import real_dir, real_path
 from acpd.sandbox.profile import Confinement
 from acpd.sandbox.rules import (
     Matcher,
@@ -85,7 +86,7 @@ def build_confinement(
     write_paths = _dedupe([*write_paths, *_caches(home, real_roots, deny_write)])
     for path in _absolute_literals(rules.deny_write, home):
         if _under_any(path, (*real_roots, *write_paths)) and os.path.exists(path):
-            found.read_only.append(os.path.realpath(path))
+            found.read_only.append(real_path(path))
     socket_dirs, reexpose = _socket_dirs(real_roots, rules.allow_network)
     tool_dirs = _tmp_tool_dirs(os.environ.get("PATH", ""), real_roots)
     if found.truncated:
@@ -100,7 +101,7 @@ def build_confinement(
         notes.append(f"deny_read names the workspace itself ({hiding_root[0]}): not masked")
         mask_dirs = tuple(d for d in mask_dirs if d not in hiding_root)
     return Confinement(
-        cwd=os.path.realpath(cwd),
+        cwd=real_path(cwd),
         roots=real_roots,
         write_paths=write_paths,
         pinned=tuple(d for d in found.git_dirs if not _under_any(d, mask_dirs)),
@@ -150,8 +151,8 @@ def _tmp_tool_dirs(path_var: str, roots: tuple[str, ...]) -> tuple[str, ...]:
     for entry in path_var.split(os.pathsep):
         if not entry.startswith("/"):
             continue
-        real = os.path.realpath(entry)
-        if not real.startswith("/tmp/") or not os.path.isdir(real) or _under_any(real, roots):
+        real = real_dir(entry)
+        if real is None or not real.startswith("/tmp/") or _under_any(real, roots):
             continue
         base = os.path.dirname(real) if os.path.basename(real) in ("bin", ".bin") else real
         if base != "/tmp":
@@ -169,10 +170,10 @@ def _write_paths(patterns: tuple[str, ...], home: str, roots: tuple[str, ...],
         if has_glob(text):
             notes.append(f"write_roots {raw!r} is a glob: not writable in the sandbox")
             continue
-        real = os.path.realpath(text)
+        real = real_dir(text)
         if real == "/tmp":
             continue  # the command's private /tmp stands for it
-        if real == "/" or not os.path.isdir(real) or _under_any(real, roots):
+        if real is None or real == "/" or _under_any(real, roots):
             continue
         out.append(real)
     return _dedupe(out)
@@ -184,13 +185,10 @@ def _caches(home: str, roots: tuple[str, ...], deny_write: Matcher) -> list[str]
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     wanted = [xdg if xdg.startswith("/") else "~/.cache", *CACHE_DIRS]
     out = []
+    real_home = real_path(home)
     for raw in wanted:
-        text = expand_home(raw, home)
-        if not text.startswith("/"):
-            continue
-        real = os.path.realpath(text)
-        if (real in ("/", os.path.realpath(home)) or not os.path.isdir(real)
-                or _under_any(real, roots)):
+        real = real_dir(expand_home(raw, home))
+        if real is None or real in ("/", real_home) or _under_any(real, roots):
             continue
         if deny_write.match(real, None) or deny_write.covers_subtree(real, None):
             continue
@@ -211,9 +209,9 @@ def _socket_dirs(roots: tuple[str, ...], network: bool) -> tuple[list[str], tupl
     candidates = [*SOCKET_DIRS, os.environ.get("XDG_RUNTIME_DIR", "")]
     dirs = []
     for path in candidates:
-        real = os.path.realpath(path) if path.startswith("/") else ""
+        real = real_dir(path)
         # A root inside one (a workspace under /run) keeps it visible: it is bound anyway.
-        if real and real != "/" and os.path.isdir(real) and not any(
+        if real is not None and real != "/" and not any(
                 _under_any(root, (real,)) for root in roots):
             dirs.append(real)
     reexpose: list[str] = []
@@ -225,7 +223,7 @@ def _socket_dirs(roots: tuple[str, ...], network: bool) -> tuple[list[str], tupl
 
 
 def _real_dirs(paths: Sequence[str]) -> tuple[str, ...]:
-    return _dedupe(os.path.realpath(p) for p in paths if os.path.isdir(p))
+    return _dedupe(real for real in map(real_dir, paths) if real is not None)
 
 
 def _under_any(path: str, parents: Sequence[str]) -> bool:

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 
 from acpd.sandbox import watched
+from acpd.sandbox.paths import existing_real
 from acpd.sandbox.rules import Matcher
 
 GIT_CODE = ("hooks", "config", "info")
@@ -87,18 +88,73 @@ def walk_root(root: str, deny_read: Matcher, deny_write: Matcher, found: Found,
     """Visit `root` (a real, absolute directory), appending to `found`."""
     with watched.lock:
         watched.refresh()
-        stack: list[tuple[str, str, int]] = [(root, "", -1)]
-        while stack:
-            directory, rel, ino = stack.pop()
-            listing = _listing(directory, rel, ino, deny_read, deny_write)
-            if listing is None:
-                continue  # gone or unreadable: the command cannot read it either
-            if found.walked + listing.found.walked > limit:
-                found.truncated = True
-                return
-            found.merge(listing.found)
-            found.files.append((directory, listing.dev, listing.inodes))
-            stack.extend(listing.subdirs)
+        whole = _wholes.get(root)
+        if whole is not None and _whole_holds(whole, root, deny_read, deny_write, found, limit):
+            found.merge(whole.found)
+            found.files += whole.found.files
+            return
+        _wholes.pop(root, None)
+        mine, dirs, root_id = _walk(root, deny_read, deny_write, found.walked, limit)
+        found.merge(mine)
+        found.files += mine.files
+        found.truncated |= mine.truncated
+        if root_id is not None and not mine.truncated and watched.all_trusted(dirs):
+            _wholes[root] = _Whole(*root_id, deny_read, deny_write, mine, dirs)
+
+
+def _walk(root: str, deny_read: Matcher, deny_write: Matcher, before: int, limit: int
+          ) -> tuple[Found, list[str], tuple[int, int] | None]:
+    """The root's findings, the directories visited, and the root's (device, inode)."""
+    mine, dirs, root_id = Found(), [], None
+    stack: list[tuple[str, str, int]] = [(root, "", -1)]
+    while stack:
+        directory, rel, ino = stack.pop()
+        listing = _listing(directory, rel, ino, deny_read, deny_write)
+        if listing is None:
+            continue  # gone or unreadable: the command cannot read it either
+        if root_id is None and directory == root:
+            root_id = (listing.dev, listing.ino)
+        if before + mine.walked + listing.found.walked > limit:
+            mine.truncated = True
+            break
+        mine.merge(listing.found)
+        mine.files.append((directory, listing.dev, listing.inodes))
+        dirs.append(directory)
+        stack.extend(listing.subdirs)
+    return mine, dirs, root_id
+
+
+@dataclass(slots=True)
+class _Whole:
+    """A root's whole walk, every listing of it vouched for by the watcher when it ended:
+    reused while every one of them still is (no event in any of its directories since) and
+    the root path still names the same directory. Then no directory's entries changed, so
+    each parent still names the child that was walked, and the findings are what a walk
+    would find now. A walk with an unwatched listing (stat-validated, or holding a denied
+    symlink) is not kept."""
+
+    dev: int
+    ino: int
+    deny_read: Matcher
+    deny_write: Matcher
+    found: Found
+    dirs: list[str]
+
+
+_wholes: dict[str, _Whole] = {}
+
+
+def _whole_holds(whole: _Whole, root: str, deny_read: Matcher, deny_write: Matcher,
+                 found: Found, limit: int) -> bool:
+    if whole.deny_read is not deny_read or whole.deny_write is not deny_write:
+        return False
+    if found.walked + whole.found.walked > limit or not watched.all_trusted(whole.dirs):
+        return False
+    try:
+        st = os.stat(root, follow_symlinks=False)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (whole.dev, whole.ino)
 
 
 def _listing(directory: str, rel: str, ino: int, deny_read: Matcher, deny_write: Matcher
@@ -156,6 +212,7 @@ def _read(directory: str, rel: str, st: os.stat_result, deny_read: Matcher,
     if reusable and (watching or time.time_ns() - st.st_ctime_ns > RACY_NS):
         if len(_listings) >= CACHE_DIRS:
             _listings.clear()
+            _wholes.clear()
             watched.forget()
         _listings[(directory, rel)] = listing
     if watching and reusable:
@@ -198,11 +255,13 @@ def _visit(entry: os.DirEntry[str], path: str, rel: str, deny_read: Matcher,
 
 def mask_target(path: str, found: Found) -> None:
     """Mask what `path` really names (a symlink's target), when it exists."""
-    real = os.path.realpath(path)
+    real = existing_real(path)
+    if real is None:
+        return  # dangling: nothing to read
     try:
         mode = os.stat(real).st_mode
     except OSError:
-        return  # dangling: nothing to read
+        return
     if stat.S_ISDIR(mode):
         found.mask_dirs.append(real)
     elif stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode):
