@@ -4,6 +4,9 @@ directory of the workspace and under any name, to denied files inside or outside
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,7 +15,7 @@ import pytest
 from acpd.sandbox.build import build_confinement
 from acpd.sandbox.profile import Confinement
 from acpd.sandbox.rules import PathRules
-from tests.sandbox.conftest import git_dir, sandbox_run
+from tests.sandbox.conftest import git_dir, sandbox_env, sandbox_run
 
 RULES = PathRules(deny_read=("**/.env", "**/secrets/**", "~/.ssh/**", "~/.netrc"))
 CANARIES = ("ENV-CANARY", "TOKEN-CANARY", "PRIVATE-KEY-CANARY", "NETRC-CANARY")
@@ -118,3 +121,42 @@ def test_no_command_reads_a_denied_file_through_another_name(
     done = sandbox_run(linked, home, tmp_path, "cat plain.txt")
     assert (done.returncode, done.stdout) == (0, "plain\n"), done.stderr
     assert (linked / "notes.txt").read_text() == "ENV-CANARY\n"
+
+
+def _mount_base() -> str | None:
+    """A directory outside /tmp to mount over inside `unshare -rm`, or None when this machine
+    cannot make a user and mount namespace here."""
+    for base in ("/mnt", "/srv", "/media", "/opt"):
+        if os.path.isdir(base):
+            probe = subprocess.run(["unshare", "-rm", "mount", "-t", "tmpfs", "none", base],
+                                   capture_output=True, check=False)
+            return base if probe.returncode == 0 else None
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("unshare") is None,
+                    reason="bubblewrap and unshare")
+def test_a_bind_mount_of_the_workspace_elsewhere_shows_only_masks(
+        linked: Path, home: Path, tmp_path: Path) -> None:
+    """The workspace (and its parent) bound at other paths, as a container's volume or a
+    `mount --bind` would: every masked name is masked there too."""
+    base = _mount_base()
+    if base is None:
+        pytest.skip("no user and mount namespace here")
+    parent = linked.parent
+    setup = (f"mount -t tmpfs none {base} && mkdir {base}/ws {base}/up && "
+             f"mount --bind {shlex.quote(str(linked))} {base}/ws && "
+             f"mount --bind {shlex.quote(str(parent))} {base}/up")
+    readers = [f"{base}/ws/.env", f"{base}/ws/notes.txt", f"{base}/ws/secrets/token.txt",
+               f"{base}/up/{linked.name}/.env", f"{base}/up/{linked.name}/docs/t.md",
+               f"{base}/ws/plain.txt"]
+    command = "; ".join(f"cat {r}" for r in readers)
+    argv = [sys.executable, "-m", "acpd", "sandbox", "run", "--cwd", str(linked), "--",
+            "bash", "-c", command]
+    done = subprocess.run(["unshare", "-rm", "bash", "-c", f"{setup} && exec \"$@\"", "sh",
+                           *argv], capture_output=True, text=True, timeout=60,
+                          env=sandbox_env(home, tmp_path), stdin=subprocess.DEVNULL)
+    shown = done.stdout + done.stderr
+    assert done.stdout == "plain\n", shown[-2000:]
+    assert not any(c in shown for c in CANARIES), shown[-2000:]

@@ -8,7 +8,9 @@ What is enforced where:
   masked directly, a glob is walked from its literal prefix). `**/` patterns outside the
   roots cannot be found without walking the whole disk: the note says so.
 - Hard links: every other name a denied file has inside the roots is masked as well; names
-  outside them make the profile incomplete (links.py).
+  outside them make the profile incomplete (links.py). Every masked path is masked again
+  where another mount of the same file system shows it (a bind mount of the workspace
+  elsewhere: aliases.py).
 - `deny_write`: inside writable places only (everything else is read-only anyway).
 - `write_roots`: `X/**` or `X` naming a real directory is bound writable; `/tmp` is the
   command's private tmpfs instead of the shared one; globs elsewhere are not enforceable.
@@ -31,6 +33,7 @@ import functools
 import os
 from collections.abc import Iterable, Sequence
 
+from acpd.sandbox.aliases import aliases, read_mounts
 from acpd.sandbox.links import linked_names
 from acpd.sandbox.paths import real_dir, real_path
 from acpd.sandbox.profile import Confinement
@@ -82,6 +85,10 @@ def build_confinement(
     linked = linked_names(found, _outermost(found.mask_dirs))
     found.mask_files += linked.masks
     notes += linked.notes
+    if found.mask_files or found.mask_dirs:
+        mounts = read_mounts()
+        found.mask_files += aliases(found.mask_files, mounts)
+        found.mask_dirs += aliases(found.mask_dirs, mounts)
     write_paths = _write_paths(rules.write_roots, home, real_roots, notes)
     write_paths = _dedupe([*write_paths, *_caches(home, real_roots, deny_write)])
     for path in _absolute_literals(rules.deny_write, home):
