@@ -9,8 +9,9 @@ with the load average (2 cores shared with other jobs: figures move with it):
   2. the per-command confinement build (the workspace walk) on a small workspace and on a
      10,000-file one (with a git repository): cold, unchanged since the last command (each
      directory's listing is reused after a stat proves it unchanged), one file added;
-  3. the editor-terminal launcher (acpd's bash launcher, daemon/confine.py) vs bubblewrap
-     alone, and the named baseline it replaced (`python -P -m acpd.sandbox exec`);
+  3. the editor-terminal path (build, acpd's sh launcher, daemon/confine.py, then bubblewrap)
+     vs `bash -c true` and vs bubblewrap alone, and the named baselines it replaced (the bash
+     launcher, `python -P -m acpd.sandbox exec`);
   4. the one-off availability probe (cached per process).
 Run: .venv/bin/python benchmarks/sandbox.py [--runs N]
 """
@@ -29,6 +30,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from acpd.daemon import confine
 from acpd.daemon.confine import Confined, editor_launch, workspace_tmp
 from acpd.sandbox import walk
 from acpd.sandbox.build import WALK_LIMIT, build_confinement
@@ -233,9 +235,13 @@ def main() -> int:
         (gitted / ".git" / "objects").mkdir()
         gconf = build_confinement((str(gitted),), RULES, cwd=str(gitted))
 
-        def bash_launcher() -> None:
+        def sh_launcher(pins_in_sh: int = confine.SH_PINS) -> None:
             built = build_confinement((str(gitted),), RULES, cwd=str(gitted))
-            launch = editor_launch(Confined(built, status, "bwrap"), "true")
+            kept, confine.SH_PINS = confine.SH_PINS, pins_in_sh
+            try:
+                launch = editor_launch(Confined(built, status, "bwrap"), "true")
+            finally:
+                confine.SH_PINS = kept
             try:
                 subprocess.run([launch.command, *launch.args], cwd=gitted,
                                stdin=subprocess.DEVNULL, check=True)
@@ -257,12 +263,14 @@ def main() -> int:
                 for fd in pins.values():
                     os.close(fd)
 
-        got = interleaved({"plain": spawn(plain), "bwrap": direct, "launcher": bash_launcher,
-                           "python": python_launcher}, launcher_runs)
+        got = interleaved({"plain": spawn(plain), "bwrap": direct, "launcher": sh_launcher,
+                           "bash": lambda: sh_launcher(-1), "python": python_launcher},
+                          launcher_runs)
         row("bash -c true (baseline)", got["plain"])
         row("bwrap ... bash -c true (pinned .git)", got["bwrap"], got["plain"])
-        row("editor path: build + bash launcher + bwrap (now)", got["launcher"], got["plain"])
+        row("editor path: build + sh launcher + bwrap (now)", got["launcher"], got["plain"])
         row("  over bwrap alone", got["launcher"], got["bwrap"])
+        row("editor path with the bash launcher (before)", got["bash"], got["plain"])
         row("python -P -m acpd.sandbox exec (before)", got["python"], got["plain"])
 
         print("\n4. availability probe (once per daemon)")
