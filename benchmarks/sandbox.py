@@ -5,7 +5,7 @@ with the load average (2 cores shared with other jobs: figures move with it):
   1. the local path's added cost per command: the daemon's confinement build, the pins and
      bubblewrap around `bash -c true`, against `bash -c true` alone; the argv as it was before
      (bubblewrap's init as PID 1, masked directories remounted read-only) as a named baseline;
-     bubblewrap alone, and with the network namespace shared; the CPU time of each;
+     bubblewrap alone, and with the network namespace shared;
   2. the per-command confinement build (the workspace walk) on a small workspace and on a
      10,000-file one (with a git repository): cold, unchanged since the last command (each
      directory's listing is reused after a stat proves it unchanged), one file added;
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -138,16 +137,6 @@ def local_path(small: Path, status_binary: str, before: bool = False) -> Callabl
     return once
 
 
-def cpu_of(fn: Callable[[], None]) -> Callable[[], float]:
-    """The CPU time (user + system) of the processes `fn` waited for."""
-    def once() -> float:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        fn()
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return once
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=60)
@@ -189,11 +178,6 @@ def main() -> int:
         row("  bwrap alone (no build)", got["bwrap"], got["plain"])
         row("  same with the network namespace shared", got["bwrap, network shared"],
             got["plain"])
-        cpu = {name: [cpu_of(contenders[name])() for _ in range(max(10, runs // 3))]
-               for name in ("plain", "local", "before")}
-        row("CPU time of the processes: bash -c true", cpu["plain"])
-        row("CPU time: local path (now)", cpu["local"], cpu["plain"])
-        row("CPU time: the argv before this session", cpu["before"], cpu["plain"])
         print(f"  load {os.getloadavg()[0]:.2f} at the end of part 1")
 
         print("\n2. per-command confinement build (workspace walk)")
