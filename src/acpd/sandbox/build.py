@@ -82,7 +82,8 @@ def build_confinement(
     for root in real_roots:
         walk_root(root, deny_read, deny_write, found, walk_limit)
     _absolute_masks(rules.deny_read, home, deny_read, found, notes, walk_limit)
-    linked = linked_names(found, _outermost(found.mask_dirs))
+    linked = linked_names(found, _outermost(
+        [d for d in found.mask_dirs if not any(_under_any(r, (d,)) for r in real_roots)]))
     found.mask_files += linked.masks
     notes += linked.notes
     if found.mask_files or found.mask_dirs:
