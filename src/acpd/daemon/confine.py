@@ -97,10 +97,20 @@ async def confine(request: CommandRequest, source: RulesSource | None) -> Confin
     return Confined(conf, status, label, bare)
 
 
+_private: dict[str, None] = {}
+
+
+def keep_private(directory: str | os.PathLike[str]) -> None:
+    """Hide `directory` from every confined command from now on (the daemon's data directory:
+    its checkpoint blobs are copies of workspace files, `deny_read` ones included; sessions,
+    approvals and the audit log hold what was said). Called once the daemon knows it."""
+    _private[os.path.abspath(os.fspath(directory))] = None
+
+
 def _build(roots: tuple[str, ...], rules: PathRules, cwd: str
            ) -> tuple[Confinement, tuple[str, ...]]:
     """The confinement, and the roots (and cwd) that have no `.git` yet. Reads the disk."""
-    conf = build_confinement(roots, rules, cwd=cwd)
+    conf = build_confinement(roots, rules, cwd=cwd, hidden=tuple(_private))
     tmp = workspace_tmp(conf.roots)
     if tmp is not None:
         conf = dataclasses.replace(conf, tmp_dir=tmp)

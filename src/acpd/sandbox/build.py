@@ -21,6 +21,8 @@ What is enforced where:
   the sandbox (a poisoned wheel, a crate's build script): docs/sandbox.md says so.
 - Programs on PATH under /tmp (a checkout's `.venv/bin`, `node_modules/.bin`) would vanish
   behind the private /tmp: their directory (the `bin`'s parent) is bound back read-only.
+- `hidden` (the daemon's data directory: checkpoint blobs are copies of workspace files,
+  `deny_read` ones included; sessions and the audit log hold what was said) is an empty tmpfs.
 - Sockets: a path-named unix socket can be connected to through a read-only mount (a session
   bus, a container engine, an ssh agent can run code outside the sandbox), so `/run`, the
   user's XDG_RUNTIME_DIR and /tmp (private) are hidden. With `allow_network`, the resolver's
@@ -65,9 +67,10 @@ def _matcher(patterns: tuple[str, ...], home: str) -> Matcher:
 
 def build_confinement(
     roots: Sequence[str], rules: PathRules, *, cwd: str, home: str | None = None,
-    walk_limit: int = WALK_LIMIT,
+    walk_limit: int = WALK_LIMIT, hidden: Sequence[str] = (),
 ) -> Confinement:
-    """The confinement for one command run in `cwd` (inside one of `roots`).
+    """The confinement for one command run in `cwd` (inside one of `roots`). `hidden`:
+    directories masked whole whatever the policy says (the daemon's data directory).
 
     Raises ValueError when no root is an existing directory.
     """
@@ -96,6 +99,7 @@ def build_confinement(
         if _under_any(path, (*real_roots, *write_paths)) and os.path.exists(path):
             found.read_only.append(real_path(path))
     socket_dirs, reexpose = _socket_dirs(real_roots, rules.allow_network)
+    socket_dirs += _hidden_dirs(hidden, real_roots, notes)
     tool_dirs = _tmp_tool_dirs(os.environ.get("PATH", ""), real_roots)
     if found.truncated:
         notes.append(f"the workspace walk stopped after {walk_limit} entries: files past it "
@@ -148,6 +152,19 @@ def _absolute_masks(patterns: tuple[str, ...], home: str, matcher: Matcher, foun
             notes.append(f"deny_read {raw!r} is too broad to mask (it would walk {prefix})")
             continue
         walk_pattern_prefix(prefix, matcher, found, limit)
+
+
+def _hidden_dirs(paths: Sequence[str], roots: tuple[str, ...], notes: list[str]) -> list[str]:
+    out = []
+    for path in paths:
+        real = real_dir(path)
+        if real is None:
+            continue
+        if any(_under_any(root, (real,)) for root in roots):
+            notes.append(f"{real} (acpd's data) holds the workspace: it is not hidden")
+            continue
+        out.append(real)
+    return out
 
 
 def _tmp_tool_dirs(path_var: str, roots: tuple[str, ...]) -> tuple[str, ...]:
