@@ -68,9 +68,11 @@ def kill_mid_tool(data_dir: Path, workspace: Path, script: Path) -> tuple[str, s
         peer.proc.kill()  # SIGKILL: nothing runs at exit
         peer.proc.wait(10)
     # Unconfined, the command's own group outlives a SIGKILLed daemon; in the kernel sandbox
-    # (--die-with-parent and its own PID namespace) it is already gone.
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
+    # (--die-with-parent and its own PID namespace) it is already gone, and `$$` was a pid of
+    # that namespace (1: bash is its init), never to be signalled on the host.
+    if pid > 1:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
     return session_id, card
 
 

@@ -199,12 +199,8 @@ def test_the_launcher_pins_a_directory_only_where_its_physical_path_is(tmp_path:
     (ws / "real").mkdir(parents=True)
     os.symlink(ws / "real", ws / "link")
     argv, started = anyio.run(launch, ws, "cat /proc/self/mountinfo")
-    pins = [str(ws / "real"), str(ws / "link"), str(ws / "missing")]
-    if argv[0] == "sh":
-        argv += pins  # the sh launcher takes its pins last
-    else:
-        cut = argv.index("--", argv.index("acpd-sandbox"))
-        argv[cut:cut] = pins
+    cut = argv.index("--", argv.index("acpd-sandbox"))
+    argv[cut:cut] = [str(ws / "real"), str(ws / "link"), str(ws / "missing")]
     try:
         out = subprocess.run(argv, cwd=ws, capture_output=True, text=True, timeout=60)
     finally:

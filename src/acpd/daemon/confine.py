@@ -175,15 +175,17 @@ pinned, as in open_pins), then opened as `.` and bound by descriptor. bubblewrap
 namespace and mount options before the pins from HEAD and the rest from TAIL."""
 
 
-SH_LAUNCHER = """b=$1 h=$2 t=$3 c=$4
-shift 4
+SH_LAUNCHER = """b=$1 h=$2 t=$3
+shift 3
 [ -x "$b" ] || { echo "acpd sandbox: NOT RUN: cannot run $b" >&2; exit 125; }
 [ -r "$h" ] && [ -r "$t" ] || { echo "acpd sandbox: NOT RUN: no arguments file" >&2; exit 125; }
 exec 4<"$h" 5<"$t"
-n=0
+eval "c=\\${$#}"
+k=$(($# - 4)) n=0
 for p do
     shift
     n=$((n + 1))
+    [ "$n" -le "$k" ] || continue
     cd -P -- "$p" 2>/dev/null && [ "$PWD" = "$p" ] || continue
     case $n in
         1) exec 3<. && set -- "$@" --bind-fd 3 "$p" ;;
@@ -195,10 +197,12 @@ for p do
 done
 exec "$b" --args 4 "$@" --args 5 -- bash -c "$c"
 """
-"""The same launcher in POSIX sh, used when there are at most `SH_PINS` pins (sh redirects
-single-digit descriptors only: 3 and 6 to 9 are free): `sh -c SH_LAUNCHER acpd-sandbox BWRAP
-HEAD TAIL COMMAND PIN...`. A shell that starts in a fraction of bash's time (dash), on the path
-of every editor-terminal command; where `sh` is bash, it behaves the same."""
+"""The same launcher in POSIX sh, with the same arguments (`sh -c SH_LAUNCHER acpd-sandbox
+BWRAP HEAD TAIL PIN... -- bash -c COMMAND`), used when there are at most `SH_PINS` pins (sh
+redirects single-digit descriptors only: 3 and 6 to 9 are free). The pins are the arguments
+before the last four; each valid one is moved to the end as `--bind-fd N PATH`, which leaves
+exactly those. A shell that starts in a fraction of bash's time (dash), on the path of every
+editor-terminal command; where `sh` is bash, it behaves the same."""
 SH_PINS = 5
 
 
@@ -227,13 +231,10 @@ def editor_launch(confined: Confined, command: str) -> EditorLaunch:
     base = os.path.join(_profile_dir(), uuid.uuid4().hex)
     _write_args(base + ".head", head_args(conf))
     _write_args(base + ".tail", tail_args(conf))
-    if len(conf.pinned) <= SH_PINS:
-        args = ["-c", SH_LAUNCHER, "acpd-sandbox", binary, base + ".head", base + ".tail",
-                command, *conf.pinned]
-        return EditorLaunch("sh", args, {}, base)
-    args = ["-c", LAUNCHER, "acpd-sandbox", binary, base + ".head", base + ".tail",
-            *conf.pinned, "--", "bash", "-c", command]
-    return EditorLaunch(bash, args, {}, base)
+    small = len(conf.pinned) <= SH_PINS
+    args = ["-c", SH_LAUNCHER if small else LAUNCHER, "acpd-sandbox", binary, base + ".head",
+            base + ".tail", *conf.pinned, "--", "bash", "-c", command]
+    return EditorLaunch("sh" if small else bash, args, {}, base)
 
 
 def _write_args(path: str, args: list[str]) -> None:
