@@ -99,6 +99,21 @@ def test_links_inside_a_masked_directory_count_as_masked_names(
     assert str(Path(os.path.realpath(ws)) / "secrets") in conf.mask_dirs
 
 
+def test_a_big_masked_directory_is_searched_whole_without_a_stat_per_file(
+        tmp_path: Path, home: Path) -> None:
+    ws = tmp_path / "ws4"
+    ws.mkdir()
+    cache = home / ".ssh" / "cache"  # ~/.kube/cache-like: thousands of files
+    cache.mkdir()
+    for i in range(5000):
+        (cache / f"f{i}").write_text("x")
+    (cache / "f4321").write_text("PRIVATE-KEY-CANARY")
+    os.link(cache / "f4321", ws / "innocent.txt")
+    conf = build(ws, home)
+    assert str(Path(os.path.realpath(ws)) / "innocent.txt") in conf.mask_files
+    assert conf.complete, conf.notes
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap")
 def test_no_command_reads_a_denied_file_through_another_name(
