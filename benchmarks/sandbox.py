@@ -5,7 +5,7 @@ Target (issue 15): under 5 ms added per command (median). Printed, each as media
 for a CPU), with the load average (2 cores shared with other jobs: figures move with it):
   1. the local path's added cost per command: the daemon's confinement build, the pins and
      bubblewrap around `bash -c true`, against `bash -c true` alone; the argv as it was before
-     (bubblewrap's init as PID 1, masked directories remounted read-only) as a named baseline;
+     (masked directories remounted read-only) as a named baseline;
      bubblewrap alone, and with the network namespace shared;
   2. the per-command confinement build (the workspace walk) on a small workspace and on a
      10,000-file one (with a git repository): cold, unchanged since the last command (each
@@ -107,9 +107,9 @@ def row(name: str, samples: list[float], base: list[float] | None = None) -> Non
 
 
 def before_argv(argv: list[str]) -> list[str]:
-    """The argv as it was before this session (the named baseline): bubblewrap's own init as
-    PID 1, and each masked directory remounted read-only."""
-    out = [a for a in argv if a != "--as-pid-1"]
+    """The argv as it was before this session (the named baseline): each masked directory
+    remounted read-only."""
+    out = list(argv)
     i = 0
     while i < len(out):
         if out[i] == "--tmpfs" and i >= 2 and out[i - 2] == "--perms":
