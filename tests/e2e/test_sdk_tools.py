@@ -58,8 +58,8 @@ async def test_bash_runs_in_the_client_terminal_and_is_released_after_the_final_
         assert call["kind"] == "execute" and call["title"] == f"{command} (in {workspace})"
         assert call["status"] == "pending"
         (create,) = client.calls("terminal/create")
-        # The editor runs acpd's sandbox launcher (bash execs bubblewrap) around `bash -c`.
-        assert os.path.basename(create["command"]) == "bash"
+        # The editor runs acpd's sandbox launcher (sh execs bubblewrap) around `bash -c`.
+        assert os.path.basename(create["command"]) == "sh"
         assert create["args"][0] == "-c" and create["args"][2] == "acpd-sandbox"
         assert create["args"][-4:] == ["--", "bash", "-c", command]
         assert create["cwd"] == str(workspace)

@@ -143,6 +143,22 @@ def test_the_editor_launcher_runs_the_command_confined_and_pins_git(tmp_path: Pa
     assert not any(Path(a).exists() for a in argv if a.endswith((".head", ".tail")))
 
 
+def test_past_five_repositories_the_bash_launcher_pins_every_one(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    for i in range(7):
+        git_dir(ws / f"r{i}" / ".git")
+    argv, started = anyio.run(launch, ws, (
+        "for i in 0 1 2 3 4 5 6; do mv r$i/.git r$i/moved 2>/dev/null || echo PINNED;"
+        " printf x > r$i/.git/hooks/pre-commit 2>/dev/null || echo HOOKS-READ-ONLY; done"))
+    assert argv[0] == "bash"
+    try:
+        out = subprocess.run(argv, cwd=ws, capture_output=True, text=True, timeout=60)
+    finally:
+        started.cleanup()  # type: ignore[attr-defined]
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["PINNED", "HOOKS-READ-ONLY"] * 7
+
+
 def test_a_git_directory_swapped_for_a_link_is_not_pinned_writable(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     git_dir(ws / ".git")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +149,36 @@ async def test_without_a_sandbox_every_card_and_audit_line_says_so(
         audit = [json.loads(line) for line in (data_dir / "audit.jsonl").read_text().splitlines()]
         assert any(str(e.get("result", {}).get("sandbox", "")).startswith("none: switched off")
                    for e in audit), audit
+
+
+@pytest.mark.parametrize("where", WHERE)
+async def test_acpd_s_own_data_is_hidden_from_commands(
+    where: str, tmp_path: Path, ws: Path,
+) -> None:
+    """Checkpoint blobs are copies of workspace files, `.env` included, and sessions hold
+    what was said: a data directory the sandbox can see (outside /tmp) is hidden whole."""
+    data_dir = Path(tempfile.mkdtemp(prefix="acpd-data-", dir="/var/tmp"))
+    try:
+        (ws / "data.txt").write_text(f"{data_dir}\n")
+        commands = ["echo RAN-0 > out.txt",
+                    "echo RAN-1; read d < data.txt; grep -r -a ENV-CAN\"\"ARY \"$d\"; ls -R \"$d\"",
+                    "echo RAN-2; read d < data.txt; cat \"$d\"/*/*/* \"$d\"/*/*/*/* 2>&1"]
+        script = write_script(tmp_path / "s.json", turns(*commands))
+        terminal = where == "editor-terminal"
+        client = RecordingClient(answer=always("allow_once"), terminal_enabled=terminal)
+        async with acpd(tmp_path, data_dir=data_dir, workspace=ws, client=client,
+                        script=script) as run:
+            await run.initialize(caps(terminal=terminal))
+            session_id = await run.new_session()
+            assert await run.prompt(session_id, "go") == "end_turn"
+            results = finals(client)
+            assert [r["rawOutput"]["sandbox"] for r in results] == ["bwrap"] * 3
+            assert "RAN-1" in results[1]["rawOutput"]["stdout"]
+            assert "ENV-CANARY" not in json.dumps(results)
+        assert _holds(data_dir, b"ENV-CANARY")  # it was there to find
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _holds(directory: Path, needle: bytes) -> bool:
+    return any(needle in p.read_bytes() for p in directory.rglob("*") if p.is_file())

@@ -90,3 +90,29 @@ def test_a_trusted_listing_is_not_reused_for_a_directory_replaced_under_it(
     (ws / "a" / "b" / ".env").write_text("SECRET")
     conf = build_confinement((str(ws),), RULES, cwd=str(ws), home=str(home))
     assert str(ws / "a" / "b" / ".env") in conf.mask_files
+
+
+def test_a_whole_walk_is_reused_only_while_nothing_under_the_root_changed(
+    tmp_path: Path, home: Path
+) -> None:
+    ws = tmp_path / "ws"
+    (ws / "a" / "b" / "c").mkdir(parents=True)
+    (ws / "a" / "b" / "c" / "x.txt").write_text("x")
+
+    def masks() -> tuple[str, ...]:
+        return build_confinement((str(ws),), RULES, cwd=str(ws), home=str(home)).mask_files
+
+    assert masks() == ()
+    assert str(ws) in walk._wholes  # every listing was watched: the next walk reuses it
+    assert masks() == ()
+    for place in ("a/b/c", "a", ""):  # deep, shallow, at the root
+        secret = ws / place / ".env"
+        secret.write_text("SECRET")
+        assert str(secret) in masks(), place
+        secret.unlink()
+        assert masks() == ()
+    os.rename(ws, tmp_path / "old")  # the root path now names another directory
+    (ws / "d").mkdir(parents=True)
+    (ws / "d" / ".env").write_text("SECRET")
+    assert masks() == (str(ws / "d" / ".env"),)
+    assert masks() == (str(ws / "d" / ".env"),)

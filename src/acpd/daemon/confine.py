@@ -6,8 +6,9 @@ builds a fresh `Confinement` from the request's roots and the policy's path rule
 request's own, else the runner's rules source: the live policy of the cwd). With no sandbox on
 this machine it says why, and the command runs as before (the card and the audit say so).
 `editor_launch` is the editor-terminal form: the command and args of `terminal/create` that run
-acpd's launcher around `bash -c COMMAND`: a few lines of bash (LAUNCHER) that pin the git
-directories by descriptor and exec bubblewrap, which reads the rest of its prebuilt argv from
+acpd's launcher around `bash -c COMMAND`: a few lines of POSIX sh (SH_LAUNCHER; bash's
+LAUNCHER past five git directories) that pin the git directories by descriptor and exec
+bubblewrap, which reads the rest of its prebuilt argv from
 two one-use files (`--args FD`). No Python starts on that path.
 
 /tmp: one private directory per workspace (per daemon, removed when it exits) is bound at
@@ -96,10 +97,20 @@ async def confine(request: CommandRequest, source: RulesSource | None) -> Confin
     return Confined(conf, status, label, bare)
 
 
+_private: dict[str, None] = {}
+
+
+def keep_private(directory: str | os.PathLike[str]) -> None:
+    """Hide `directory` from every confined command from now on (the daemon's data directory:
+    its checkpoint blobs are copies of workspace files, `deny_read` ones included; sessions,
+    approvals and the audit log hold what was said). Called once the daemon knows it."""
+    _private[os.path.abspath(os.fspath(directory))] = None
+
+
 def _build(roots: tuple[str, ...], rules: PathRules, cwd: str
            ) -> tuple[Confinement, tuple[str, ...]]:
     """The confinement, and the roots (and cwd) that have no `.git` yet. Reads the disk."""
-    conf = build_confinement(roots, rules, cwd=cwd)
+    conf = build_confinement(roots, rules, cwd=cwd, hidden=tuple(_private))
     tmp = workspace_tmp(conf.roots)
     if tmp is not None:
         conf = dataclasses.replace(conf, tmp_dir=tmp)
@@ -164,6 +175,37 @@ pinned, as in open_pins), then opened as `.` and bound by descriptor. bubblewrap
 namespace and mount options before the pins from HEAD and the rest from TAIL."""
 
 
+SH_LAUNCHER = """b=$1 h=$2 t=$3
+shift 3
+[ -x "$b" ] || { echo "acpd sandbox: NOT RUN: cannot run $b" >&2; exit 125; }
+[ -r "$h" ] && [ -r "$t" ] || { echo "acpd sandbox: NOT RUN: no arguments file" >&2; exit 125; }
+exec 4<"$h" 5<"$t"
+eval "c=\\${$#}"
+k=$(($# - 4)) n=0
+for p do
+    shift
+    n=$((n + 1))
+    [ "$n" -le "$k" ] || continue
+    cd -P -- "$p" 2>/dev/null && [ "$PWD" = "$p" ] || continue
+    case $n in
+        1) exec 3<. && set -- "$@" --bind-fd 3 "$p" ;;
+        2) exec 6<. && set -- "$@" --bind-fd 6 "$p" ;;
+        3) exec 7<. && set -- "$@" --bind-fd 7 "$p" ;;
+        4) exec 8<. && set -- "$@" --bind-fd 8 "$p" ;;
+        5) exec 9<. && set -- "$@" --bind-fd 9 "$p" ;;
+    esac
+done
+exec "$b" --args 4 "$@" --args 5 -- bash -c "$c"
+"""
+"""The same launcher in POSIX sh, with the same arguments (`sh -c SH_LAUNCHER acpd-sandbox
+BWRAP HEAD TAIL PIN... -- bash -c COMMAND`), used when there are at most `SH_PINS` pins (sh
+redirects single-digit descriptors only: 3 and 6 to 9 are free). The pins are the arguments
+before the last four; each valid one is moved to the end as `--bind-fd N PATH`, which leaves
+exactly those. A shell that starts in a fraction of bash's time (dash), on the path of every
+editor-terminal command; where `sh` is bash, it behaves the same."""
+SH_PINS = 5
+
+
 @dataclass(frozen=True, slots=True)
 class EditorLaunch:
     command: str
@@ -189,9 +231,10 @@ def editor_launch(confined: Confined, command: str) -> EditorLaunch:
     base = os.path.join(_profile_dir(), uuid.uuid4().hex)
     _write_args(base + ".head", head_args(conf))
     _write_args(base + ".tail", tail_args(conf))
-    args = ["-c", LAUNCHER, "acpd-sandbox", binary, base + ".head", base + ".tail",
-            *conf.pinned, "--", "bash", "-c", command]
-    return EditorLaunch(bash, args, {}, base)
+    small = len(conf.pinned) <= SH_PINS
+    args = ["-c", SH_LAUNCHER if small else LAUNCHER, "acpd-sandbox", binary, base + ".head",
+            base + ".tail", *conf.pinned, "--", "bash", "-c", command]
+    return EditorLaunch("sh" if small else bash, args, {}, base)
 
 
 def _write_args(path: str, args: list[str]) -> None:

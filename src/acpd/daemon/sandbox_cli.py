@@ -83,6 +83,7 @@ def _rules_and_env(config_path: str | None, workspace: str) -> tuple[object, dic
 
 
 def run_confined(args: argparse.Namespace) -> int:
+    from acpd.daemon.config import default_data_dir
     from acpd.sandbox.build import build_confinement
     from acpd.sandbox.bwrap import open_pins
     from acpd.sandbox.status import sandbox_status
@@ -99,7 +100,8 @@ def run_confined(args: argparse.Namespace) -> int:
         return 2
     try:
         rules, env = _rules_and_env(args.config, workspace)
-        conf = build_confinement((workspace,), rules, cwd=workspace)  # type: ignore[arg-type]
+        conf = build_confinement((workspace,), rules, cwd=workspace,  # type: ignore[arg-type]
+                                 hidden=(str(default_data_dir()),))
     except ValueError as exc:
         print(f"acpd: {exc}", file=sys.stderr)
         return 2

@@ -7,6 +7,10 @@ What is enforced where:
   walk.py); absolute and `~/` patterns wherever they point (a literal path or directory is
   masked directly, a glob is walked from its literal prefix). `**/` patterns outside the
   roots cannot be found without walking the whole disk: the note says so.
+- Hard links: every other name a denied file has inside the roots is masked as well; names
+  outside them make the profile incomplete (links.py). Every masked path is masked again
+  where another mount of the same file system shows it (a bind mount of the workspace
+  elsewhere: aliases.py).
 - `deny_write`: inside writable places only (everything else is read-only anyway).
 - `write_roots`: `X/**` or `X` naming a real directory is bound writable; `/tmp` is the
   command's private tmpfs instead of the shared one; globs elsewhere are not enforceable.
@@ -17,6 +21,8 @@ What is enforced where:
   the sandbox (a poisoned wheel, a crate's build script): docs/sandbox.md says so.
 - Programs on PATH under /tmp (a checkout's `.venv/bin`, `node_modules/.bin`) would vanish
   behind the private /tmp: their directory (the `bin`'s parent) is bound back read-only.
+- `hidden` (the daemon's data directory: checkpoint blobs are copies of workspace files,
+  `deny_read` ones included; sessions and the audit log hold what was said) is an empty tmpfs.
 - Sockets: a path-named unix socket can be connected to through a read-only mount (a session
   bus, a container engine, an ssh agent can run code outside the sandbox), so `/run`, the
   user's XDG_RUNTIME_DIR and /tmp (private) are hidden. With `allow_network`, the resolver's
@@ -29,6 +35,9 @@ import functools
 import os
 from collections.abc import Iterable, Sequence
 
+from acpd.sandbox.aliases import aliases, read_mounts
+from acpd.sandbox.links import linked_names
+from acpd.sandbox.paths import real_dir, real_path
 from acpd.sandbox.profile import Confinement
 from acpd.sandbox.rules import (
     Matcher,
@@ -58,9 +67,10 @@ def _matcher(patterns: tuple[str, ...], home: str) -> Matcher:
 
 def build_confinement(
     roots: Sequence[str], rules: PathRules, *, cwd: str, home: str | None = None,
-    walk_limit: int = WALK_LIMIT,
+    walk_limit: int = WALK_LIMIT, hidden: Sequence[str] = (),
 ) -> Confinement:
-    """The confinement for one command run in `cwd` (inside one of `roots`).
+    """The confinement for one command run in `cwd` (inside one of `roots`). `hidden`:
+    directories masked whole whatever the policy says (the daemon's data directory).
 
     Raises ValueError when no root is an existing directory.
     """
@@ -75,12 +85,21 @@ def build_confinement(
     for root in real_roots:
         walk_root(root, deny_read, deny_write, found, walk_limit)
     _absolute_masks(rules.deny_read, home, deny_read, found, notes, walk_limit)
+    linked = linked_names(found, _outermost(
+        [d for d in found.mask_dirs if not any(_under_any(r, (d,)) for r in real_roots)]))
+    found.mask_files += linked.masks
+    notes += linked.notes
+    if found.mask_files or found.mask_dirs:
+        mounts = read_mounts()
+        found.mask_files += aliases(found.mask_files, mounts)
+        found.mask_dirs += aliases(found.mask_dirs, mounts)
     write_paths = _write_paths(rules.write_roots, home, real_roots, notes)
     write_paths = _dedupe([*write_paths, *_caches(home, real_roots, deny_write)])
     for path in _absolute_literals(rules.deny_write, home):
         if _under_any(path, (*real_roots, *write_paths)) and os.path.exists(path):
-            found.read_only.append(os.path.realpath(path))
+            found.read_only.append(real_path(path))
     socket_dirs, reexpose = _socket_dirs(real_roots, rules.allow_network)
+    socket_dirs += _hidden_dirs(hidden, real_roots, notes)
     tool_dirs = _tmp_tool_dirs(os.environ.get("PATH", ""), real_roots)
     if found.truncated:
         notes.append(f"the workspace walk stopped after {walk_limit} entries: files past it "
@@ -94,7 +113,7 @@ def build_confinement(
         notes.append(f"deny_read names the workspace itself ({hiding_root[0]}): not masked")
         mask_dirs = tuple(d for d in mask_dirs if d not in hiding_root)
     return Confinement(
-        cwd=os.path.realpath(cwd),
+        cwd=real_path(cwd),
         roots=real_roots,
         write_paths=write_paths,
         pinned=tuple(d for d in found.git_dirs if not _under_any(d, mask_dirs)),
@@ -105,7 +124,7 @@ def build_confinement(
         reexpose=reexpose,
         tool_dirs=tool_dirs,
         network=rules.allow_network,
-        complete=not found.truncated and masks <= MASK_LIMIT,
+        complete=not found.truncated and masks <= MASK_LIMIT and linked.complete,
         notes=tuple(notes),
         walked=found.walked,
     )
@@ -135,6 +154,19 @@ def _absolute_masks(patterns: tuple[str, ...], home: str, matcher: Matcher, foun
         walk_pattern_prefix(prefix, matcher, found, limit)
 
 
+def _hidden_dirs(paths: Sequence[str], roots: tuple[str, ...], notes: list[str]) -> list[str]:
+    out = []
+    for path in paths:
+        real = real_dir(path)
+        if real is None:
+            continue
+        if any(_under_any(root, (real,)) for root in roots):
+            notes.append(f"{real} (acpd's data) holds the workspace: it is not hidden")
+            continue
+        out.append(real)
+    return out
+
+
 def _tmp_tool_dirs(path_var: str, roots: tuple[str, ...]) -> tuple[str, ...]:
     """The PATH entries under /tmp that the private /tmp would hide, as the directory that
     holds each one's programs and their libraries: a `bin` or `.bin` entry's parent (a
@@ -144,8 +176,8 @@ def _tmp_tool_dirs(path_var: str, roots: tuple[str, ...]) -> tuple[str, ...]:
     for entry in path_var.split(os.pathsep):
         if not entry.startswith("/"):
             continue
-        real = os.path.realpath(entry)
-        if not real.startswith("/tmp/") or not os.path.isdir(real) or _under_any(real, roots):
+        real = real_dir(entry)
+        if real is None or not real.startswith("/tmp/") or _under_any(real, roots):
             continue
         base = os.path.dirname(real) if os.path.basename(real) in ("bin", ".bin") else real
         if base != "/tmp":
@@ -163,10 +195,10 @@ def _write_paths(patterns: tuple[str, ...], home: str, roots: tuple[str, ...],
         if has_glob(text):
             notes.append(f"write_roots {raw!r} is a glob: not writable in the sandbox")
             continue
-        real = os.path.realpath(text)
+        real = real_dir(text)
         if real == "/tmp":
             continue  # the command's private /tmp stands for it
-        if real == "/" or not os.path.isdir(real) or _under_any(real, roots):
+        if real is None or real == "/" or _under_any(real, roots):
             continue
         out.append(real)
     return _dedupe(out)
@@ -178,13 +210,10 @@ def _caches(home: str, roots: tuple[str, ...], deny_write: Matcher) -> list[str]
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     wanted = [xdg if xdg.startswith("/") else "~/.cache", *CACHE_DIRS]
     out = []
+    real_home = real_path(home)
     for raw in wanted:
-        text = expand_home(raw, home)
-        if not text.startswith("/"):
-            continue
-        real = os.path.realpath(text)
-        if (real in ("/", os.path.realpath(home)) or not os.path.isdir(real)
-                or _under_any(real, roots)):
+        real = real_dir(expand_home(raw, home))
+        if real is None or real in ("/", real_home) or _under_any(real, roots):
             continue
         if deny_write.match(real, None) or deny_write.covers_subtree(real, None):
             continue
@@ -205,9 +234,9 @@ def _socket_dirs(roots: tuple[str, ...], network: bool) -> tuple[list[str], tupl
     candidates = [*SOCKET_DIRS, os.environ.get("XDG_RUNTIME_DIR", "")]
     dirs = []
     for path in candidates:
-        real = os.path.realpath(path) if path.startswith("/") else ""
+        real = real_dir(path)
         # A root inside one (a workspace under /run) keeps it visible: it is bound anyway.
-        if real and real != "/" and os.path.isdir(real) and not any(
+        if real is not None and real != "/" and not any(
                 _under_any(root, (real,)) for root in roots):
             dirs.append(real)
     reexpose: list[str] = []
@@ -219,7 +248,7 @@ def _socket_dirs(roots: tuple[str, ...], network: bool) -> tuple[list[str], tupl
 
 
 def _real_dirs(paths: Sequence[str]) -> tuple[str, ...]:
-    return _dedupe(os.path.realpath(p) for p in paths if os.path.isdir(p))
+    return _dedupe(real for real in map(real_dir, paths) if real is not None)
 
 
 def _under_any(path: str, parents: Sequence[str]) -> bool:

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 
 from acpd.sandbox import watched
+from acpd.sandbox.paths import existing_real
 from acpd.sandbox.rules import Matcher
 
 GIT_CODE = ("hooks", "config", "info")
@@ -45,7 +46,9 @@ class Found:
     git_dirs: list[str] = field(default_factory=list)
     walked: int = 0
     truncated: bool = False
-
+    files: list[tuple[str, int, dict[int, list[str]]]] = field(default_factory=list)
+    """Each directory walked, its device and its non-directory entries by inode (from the
+    directory entries, no stat): where links.py looks for other names of a denied file."""
 
     def merge(self, other: Found) -> None:
         self.mask_files += other.mask_files
@@ -68,6 +71,9 @@ class _Listing:
     found: Found
     subdirs: list[tuple[str, str, int]]
     """(path, rel, inode) of each subdirectory to walk."""
+    inodes: dict[int, list[str]] = field(default_factory=dict)
+    """Names of the entries that are neither directories nor symlinks, by inode number (an
+    entry's inode changes only with the entry: an event or a ctime change on the directory)."""
     reusable: bool = True
 
 
@@ -82,17 +88,73 @@ def walk_root(root: str, deny_read: Matcher, deny_write: Matcher, found: Found,
     """Visit `root` (a real, absolute directory), appending to `found`."""
     with watched.lock:
         watched.refresh()
-        stack: list[tuple[str, str, int]] = [(root, "", -1)]
-        while stack:
-            directory, rel, ino = stack.pop()
-            listing = _listing(directory, rel, ino, deny_read, deny_write)
-            if listing is None:
-                continue  # gone or unreadable: the command cannot read it either
-            if found.walked + listing.found.walked > limit:
-                found.truncated = True
-                return
-            found.merge(listing.found)
-            stack.extend(listing.subdirs)
+        whole = _wholes.get(root)
+        if whole is not None and _whole_holds(whole, root, deny_read, deny_write, found, limit):
+            found.merge(whole.found)
+            found.files += whole.found.files
+            return
+        _wholes.pop(root, None)
+        mine, dirs, root_id = _walk(root, deny_read, deny_write, found.walked, limit)
+        found.merge(mine)
+        found.files += mine.files
+        found.truncated |= mine.truncated
+        if root_id is not None and not mine.truncated and watched.all_trusted(dirs):
+            _wholes[root] = _Whole(*root_id, deny_read, deny_write, mine, dirs)
+
+
+def _walk(root: str, deny_read: Matcher, deny_write: Matcher, before: int, limit: int
+          ) -> tuple[Found, list[str], tuple[int, int] | None]:
+    """The root's findings, the directories visited, and the root's (device, inode)."""
+    mine, dirs, root_id = Found(), [], None
+    stack: list[tuple[str, str, int]] = [(root, "", -1)]
+    while stack:
+        directory, rel, ino = stack.pop()
+        listing = _listing(directory, rel, ino, deny_read, deny_write)
+        if listing is None:
+            continue  # gone or unreadable: the command cannot read it either
+        if root_id is None and directory == root:
+            root_id = (listing.dev, listing.ino)
+        if before + mine.walked + listing.found.walked > limit:
+            mine.truncated = True
+            break
+        mine.merge(listing.found)
+        mine.files.append((directory, listing.dev, listing.inodes))
+        dirs.append(directory)
+        stack.extend(listing.subdirs)
+    return mine, dirs, root_id
+
+
+@dataclass(slots=True)
+class _Whole:
+    """A root's whole walk, every listing of it vouched for by the watcher when it ended:
+    reused while every one of them still is (no event in any of its directories since) and
+    the root path still names the same directory. Then no directory's entries changed, so
+    each parent still names the child that was walked, and the findings are what a walk
+    would find now. A walk with an unwatched listing (stat-validated, or holding a denied
+    symlink) is not kept."""
+
+    dev: int
+    ino: int
+    deny_read: Matcher
+    deny_write: Matcher
+    found: Found
+    dirs: list[str]
+
+
+_wholes: dict[str, _Whole] = {}
+
+
+def _whole_holds(whole: _Whole, root: str, deny_read: Matcher, deny_write: Matcher,
+                 found: Found, limit: int) -> bool:
+    if whole.deny_read is not deny_read or whole.deny_write is not deny_write:
+        return False
+    if found.walked + whole.found.walked > limit or not watched.all_trusted(whole.dirs):
+        return False
+    try:
+        st = os.stat(root, follow_symlinks=False)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (whole.dev, whole.ino)
 
 
 def _listing(directory: str, rel: str, ino: int, deny_read: Matcher, deny_write: Matcher
@@ -146,10 +208,11 @@ def _read(directory: str, rel: str, st: os.stat_result, deny_read: Matcher,
         listing.found.walked += 1
         child_rel = f"{rel}/{entry.name}" if rel else entry.name
         reusable &= _visit(entry, f"{directory}/{entry.name}", child_rel, deny_read,
-                           deny_write, listing.found, listing.subdirs)
+                           deny_write, listing.found, listing.subdirs, listing.inodes)
     if reusable and (watching or time.time_ns() - st.st_ctime_ns > RACY_NS):
         if len(_listings) >= CACHE_DIRS:
             _listings.clear()
+            _wholes.clear()
             watched.forget()
         _listings[(directory, rel)] = listing
     if watching and reusable:
@@ -158,7 +221,8 @@ def _read(directory: str, rel: str, st: os.stat_result, deny_read: Matcher,
 
 
 def _visit(entry: os.DirEntry[str], path: str, rel: str, deny_read: Matcher,
-           deny_write: Matcher, found: Found, stack: list[tuple[str, str, int]]) -> bool:
+           deny_write: Matcher, found: Found, stack: list[tuple[str, str, int]],
+           inodes: dict[int, list[str]]) -> bool:
     """Record what `entry` (at `path`) needs; False when the finding depends on more than
     the entry's name and type (a symlink's target), so the listing must not be reused."""
     try:
@@ -179,6 +243,7 @@ def _visit(entry: os.DirEntry[str], path: str, rel: str, deny_read: Matcher,
             found.read_only.append(path)
         stack.append((path, rel, entry.inode()))
         return True
+    inodes.setdefault(entry.inode(), []).append(entry.name)
     if deny_read.match(path, rel):
         found.mask_files.append(path)
     elif deny_write.match(path, rel) or entry.name == ".git":
@@ -190,11 +255,13 @@ def _visit(entry: os.DirEntry[str], path: str, rel: str, deny_read: Matcher,
 
 def mask_target(path: str, found: Found) -> None:
     """Mask what `path` really names (a symlink's target), when it exists."""
-    real = os.path.realpath(path)
+    real = existing_real(path)
+    if real is None:
+        return  # dangling: nothing to read
     try:
         mode = os.stat(real).st_mode
     except OSError:
-        return  # dangling: nothing to read
+        return
     if stat.S_ISDIR(mode):
         found.mask_dirs.append(real)
     elif stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode):

@@ -78,6 +78,11 @@ def watch(fd: int, directory: str) -> bool:
     return False
 
 
+def all_trusted(directories: list[str]) -> bool:
+    """Every one of them is trusted (none had an event since it was read)."""
+    return _trusted.issuperset(directories)
+
+
 def trust(directory: str) -> None:
     _trusted.add(directory)
 

@@ -96,6 +96,10 @@ def build_toolkit(
     book = ApprovalBook(data_dir / APPROVALS_DIR if data_dir is not None else None)
     output = build_output_stage(tools, config_dir)
     checkpoints = build_checkpoints(tools, data_dir)
+    if data_dir is not None:  # the kernel sandbox hides acpd's own data from commands
+        from acpd.daemon.confine import keep_private
+
+        keep_private(data_dir)
     if checkpoints is not None:  # a card never diffs what the read tool would refuse
         checkpoints.hidden = HiddenFiles(files).at
     pipeline = ToolPipeline(registry, policy, audit, retry, shell, output=output,
