@@ -1,0 +1,130 @@
+"""A session's way to its editor in the shared daemon: the window that owns it, for now.
+
+A session talks to "its editor" through a `SessionLink`, never through a connection
+directly, so that it can outlive the window that opened it:
+
+- Attached: notifications and requests go to the owning connection (and notifications
+  also to the read-only followers of `acpd attach`).
+- Detached (the window closed mid-turn): notifications are dropped (what must survive was
+  stored by the session before it sent it); a request that needs an editor (a permission
+  prompt, `fs/*`, `terminal/create`, a form) waits until a window re-attaches: the turn
+  pauses there. A request that was in flight when the window went away is asked again of
+  the next window. Requests about a terminal of the old window (`terminal/output`, `kill`,
+  `wait_for_exit`, `release`) fail at once: that terminal went away with its window.
+- Re-attaching holds live notifications back while the stored updates are replayed
+  (`hold` ... `release`), so that the new window sees them in order and none twice; the
+  paused requests go out after the replay.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+
+from acpd.daemon.errors import PeerError
+from acpd.daemon.rpc import Connection
+
+log = logging.getLogger("acpd.remote")
+
+ASKED_AGAIN = frozenset({
+    "session/request_permission", "fs/read_text_file", "fs/write_text_file", "terminal/create",
+    "elicitation/create",
+})
+"""Requests that wait for the next window when their own went away: they name nothing
+that belonged to the old window."""
+
+
+class SessionLink:
+    def __init__(self, conn: Connection) -> None:
+        self._conn: Connection | None = conn
+        self._ready = anyio.Event()
+        self._ready.set()
+        self._held: list[tuple[str, Any]] | None = None
+        self.followers: list[Connection] = []
+        """`acpd attach` connections: they get every notification, and ask nothing."""
+        self.waiting = 0
+        """Requests paused for want of an editor (the turn is paused)."""
+
+    @property
+    def conn(self) -> Connection | None:
+        return self._conn if self._alive(self._conn) else None
+
+    @staticmethod
+    def _alive(conn: Connection | None) -> bool:
+        return conn is not None and not conn.input_closed and not conn.closed.is_set()
+
+    @property
+    def input_closed(self) -> bool:
+        # A detached session pauses instead: from the turn's side the editor is not gone.
+        return False
+
+    # --- ownership ----------------------------------------------------------------------------
+
+    def detach(self) -> None:
+        self._conn = None
+        if self._ready.is_set():
+            self._ready = anyio.Event()
+
+    def hold(self, conn: Connection) -> None:
+        """Attach to `conn` and queue live notifications until `release()` (replay first)."""
+        self._conn = conn
+        self._held = []
+
+    async def release(self) -> None:
+        held, self._held = self._held or [], None
+        for method, params in held:
+            await self._send(method, params)
+        self._ready.set()
+
+    # --- EditorPeer ---------------------------------------------------------------------------
+
+    async def notify(self, method: str, params: Any) -> None:
+        if self._held is not None:
+            self._held.append((method, params))
+            return
+        await self._send(method, params)
+
+    async def _send(self, method: str, params: Any) -> None:
+        conn = self.conn
+        if conn is not None:
+            await conn.notify(method, params)
+        for follower in list(self.followers):
+            if follower.closed.is_set() or follower.input_closed:
+                self.followers.remove(follower)
+                continue
+            await follower.notify(method, params)
+
+    async def request(
+        self, method: str, params: Any, *, timeout: float | None = 30.0  # noqa: ASYNC109
+    ) -> Any:
+        """Ask the owning window; raises PeerError as Connection.request does, and at once
+        for a follow-up about a terminal of a window that went away."""
+        while True:
+            conn = await self._editor(method)
+            try:
+                return await conn.request(method, params, timeout=timeout)
+            except PeerError:
+                if self._alive(conn) or method not in ASKED_AGAIN:
+                    raise
+                log.info("the window went away during %s: asking the next one", method)
+
+    async def _editor(self, method: str) -> Connection:
+        conn = self.conn
+        if conn is not None and self._ready.is_set():
+            return conn
+        if method not in ASKED_AGAIN:
+            raise PeerError(method, None, "the editor window that ran this went away")
+        if conn is None and self._ready.is_set():
+            self._ready = anyio.Event()  # it went away without a detach (yet)
+        self.waiting += 1
+        try:
+            while True:
+                await self._ready.wait()
+                conn = self.conn
+                if conn is not None:
+                    return conn
+                self._ready = anyio.Event()
+        finally:
+            self.waiting -= 1
