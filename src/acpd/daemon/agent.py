@@ -68,7 +68,7 @@ class AcpAgent:
         self.hub = hub
         self.client_name: str | None = None
         self.follower = False
-        """An `acpd attach` connection (read-only: it follows a session)."""
+        """A control connection (`acpd ps`, `acpd attach`: read-only), not a window."""
         self.client = ClientCaps()
         self._runtime: Runtime | None = None
         self._methods: SessionMethods | None = None

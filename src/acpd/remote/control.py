@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 
 async def control_request(agent: AcpAgent, hub: Hub, method: str, params: Any) -> Any:
+    agent.follower = True  # a control connection, not an editor window (`acpd ps` says so)
     if method == "_acpd/ps":
         return hub.status()
     if method == "_acpd/stop":
@@ -44,7 +45,6 @@ async def _attach(agent: AcpAgent, hub: Hub, session_id: str) -> Reply:
     rt = await hub.runtime()
     if rt.store.get(session_id) is None:
         raise SessionNotFound(session_id)
-    agent.follower = True
     stored = rt.store.updates(session_id)
     live = hub.detached.get(session_id)
     owner = hub.owners.get(session_id)

@@ -2,13 +2,14 @@
 
 In order:
 
-1. Find the daemon's socket (remote/paths.py: private directory, socket and peer uid
+1. Answer the editor's first `initialize` here, exactly as `acpd serve` does
+   (daemon/handshake.py): the editor is not kept waiting for the daemon. The same line
+   then goes to the daemon, which negotiates the connection's capabilities from it; its
+   answer to that id is not passed on.
+2. Find the daemon's socket (remote/paths.py: private directory, socket and peer uid
    checked). If none answers, take the start lock (`NAME.lock`, flock) so that windows
-   opened at once start one daemon, look again, and start `acpd daemon` if still none.
-2. Answer the editor's first `initialize` here, exactly as `acpd serve` does
-   (daemon/handshake.py), while the daemon starts or accepts: the editor is not kept
-   waiting for it. The same line then goes to the daemon, which negotiates the
-   connection's capabilities from it; its answer to that id is not passed on.
+   opened at once start one daemon, look again, start `acpd daemon` if still none, and
+   hold the lock until it listens (never while waiting for an editor).
 3. Forward bytes both ways, with a bounded buffer per direction (a side that stops reading
    stops the other side being read).
 4. End of the editor's input: half-close the socket and pass on what the daemon still
@@ -81,28 +82,23 @@ class Connected:
 def connect_or_start(
     directory: str, name: str, args: Namespace, fds: ProtocolFds
 ) -> Connected | None:
-    """Raises UnsafePath, DaemonGone (it could not be started)."""
+    """Answer the editor's initialize, then connect (starting the daemon if none listens).
+    The start lock is never held while waiting for the editor: only while a daemon starts.
+    Raises UnsafePath, DaemonGone (it could not be started)."""
     path = os.path.join(directory, f"{name}.sock")
     log_path = os.path.join(directory, f"{name}.log")
-    sock = try_connect(path)
-    if sock is not None:
-        first, drop_id, eof = answer_initialize(fds, args)
-        if eof and not first:
-            sock.close()
-            return None
-        return Connected(sock, first, drop_id, log_path)
-    lock = _lock(os.path.join(directory, f"{name}.lock"))
-    try:
-        sock = try_connect(path)
-        process = None if sock is not None else start_daemon(name, args, log_path)
-        first, drop_id, eof = answer_initialize(fds, args)
-        if sock is None:
-            sock = wait_for_daemon(path, process, log_path)
-    finally:
-        os.close(lock)
+    first, drop_id, eof = answer_initialize(fds, args)
     if eof and not first:
-        sock.close()
         return None
+    sock = try_connect(path)
+    if sock is None:
+        lock = _lock(os.path.join(directory, f"{name}.lock"))
+        try:
+            sock = try_connect(path)
+            if sock is None:
+                sock = wait_for_daemon(path, start_daemon(name, args, log_path), log_path)
+        finally:
+            os.close(lock)
     return Connected(sock, first, drop_id, log_path)
 
 
