@@ -165,7 +165,8 @@ async def window(
         try:
             check_wire(opened.run)
         except AssertionError as exc:
-            raise AssertionError(f"{exc}\n--- daemon log ---\n{where.daemon_log()[-4000:]}") from None
+            tail = where.daemon_log()[-4000:]
+            raise AssertionError(f"{exc}\n--- daemon log ---\n{tail}") from None
 
 
 async def close_window(win: Window) -> int:
