@@ -182,3 +182,22 @@ async def wait_until(predicate: Any, within: float = 30.0, what: str = "conditio
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.05)
+
+
+def socket_path(where: Place) -> Path:
+    """Where the forwarders of this place look for their daemon (asked of acpd itself, in
+    the same environment and with the same options)."""
+    model = f"scripted:{where.script}" if where.script is not None else None
+    code = ("import sys; from acpd.remote.paths import socket_name; "
+            "print(socket_name(None, sys.argv[1], sys.argv[2] or None))")
+    out = subprocess.run([sys.executable, "-c", code, str(where.data_dir), model or ""],
+                         env=where.env(), cwd=REPO, capture_output=True, text=True, check=True)
+    return where.socket_dir / f"{out.stdout.strip()}.sock"
+
+
+def raw_forwarder(where: Place) -> subprocess.CompletedProcess[bytes]:
+    """One `acpd serve --remote=auto` that gets an initialize and then end of input."""
+    line = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,'
+            b'"clientCapabilities":{}}}\n')
+    return subprocess.run(where.serve_argv(), input=line, env=where.env(), cwd=REPO,
+                          capture_output=True, timeout=60)

@@ -87,6 +87,7 @@ def connect_or_start(
     Raises UnsafePath, DaemonGone (it could not be started)."""
     path = os.path.join(directory, f"{name}.sock")
     log_path = os.path.join(directory, f"{name}.log")
+    check_socket(path)  # refuse an unsafe socket before answering anything
     first, drop_id, eof = answer_initialize(fds, args)
     if eof and not first:
         return None
