@@ -22,7 +22,7 @@ from acpd.daemon.elicitation import EditorForms, client_takes_forms
 from acpd.daemon.errors import SessionBusy, SessionNotFound
 from acpd.daemon.interrupted import close_interrupted
 from acpd.daemon.local import LocalCommandRunner, ProcessGroups
-from acpd.daemon.prompting import run_prompt
+from acpd.daemon.prompting import prompt_text, run_prompt
 from acpd.daemon.rpc import Connection, Reply
 from acpd.daemon.session import Session
 from acpd.daemon.session_info import rfc3339, send_info
@@ -394,6 +394,11 @@ class SessionMethods:
             await session.say(problems + "\n\n")
         await self._tell_store_problem(session)
         env = self._env(session)
+        if isinstance(session.conn, SessionLink) and session.conn.followers:
+            said = updates.message_chunk("user_message_chunk", prompt_text(req.prompt), None)
+            await session.conn.to_followers(
+                "session/update", {"sessionId": session.id, "update": said}
+            )
         if self.hub is not None:  # the daemon's task: it may outlive this window
             turn = functools.partial(run_prompt, session, req.prompt, rt, env)
             stop = await self.hub.run_turn(session, turn)

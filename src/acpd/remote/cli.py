@@ -7,6 +7,7 @@ A socket nobody answers on is a stale one: it is reported, not an error.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import socket
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from argparse import ArgumentParser, Namespace, _SubParsersAction
 
 CALL_TIMEOUT = 10.0
+STOP_WAIT = 30.0
 
 
 def register(sub: _SubParsersAction[ArgumentParser]) -> None:
@@ -92,7 +94,9 @@ class Control:
             self.notes.append(reply)
         raise ConnectionResetError("the daemon closed the connection")
 
-    def messages(self) -> Iterator[dict[str, Any]]:
+    def messages(self, *, idle: bool = False) -> Iterator[dict[str, Any]]:
+        """The daemon's messages; with `idle`, also an empty dict each time nothing more
+        has arrived yet (before waiting)."""
         while True:
             while b"\n" in self._buffer:
                 line, self._buffer = self._buffer.split(b"\n", 1)
@@ -102,6 +106,8 @@ class Control:
                     continue
                 if isinstance(message, dict):
                     yield message
+            if idle:
+                yield {}
             data = self.sock.recv(1 << 16)
             if not data:
                 return
@@ -172,11 +178,28 @@ def stop() -> int:
             pass
         finally:
             control.close()
+        if not _wait_gone(control.pid, STOP_WAIT):
+            print(f"acpd: the daemon (pid {control.pid}) is still stopping after "
+                  f"{STOP_WAIT:g} s", file=sys.stderr)
+            return 1
         print(f"stopped the acpd daemon (pid {control.pid})")
         stopped += 1
     if not stopped:
         print("no acpd daemon is running")
     return 0
+
+
+def _wait_gone(pid: int, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # the pid was reused by another user's process
+            return True
+        time.sleep(0.02)
+    return False
 
 
 def attach(session_id: str, *, follow: bool) -> int:
@@ -208,9 +231,11 @@ def attach(session_id: str, *, follow: bool) -> int:
 def _follow(control: Control, view: Any, console: Any) -> None:
     from rich.text import Text
 
-    pending = list(control.notes)
     try:
-        for message in [*pending, *control.messages()]:
+        for message in itertools.chain(list(control.notes), control.messages(idle=True)):
+            if not message:  # all caught up: show the message so far
+                view.flush_message()
+                continue
             params = message.get("params") or {}
             if message.get("method") != "session/update":
                 continue

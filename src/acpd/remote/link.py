@@ -78,6 +78,12 @@ class SessionLink:
             await self._send(method, params)
         self._ready.set()
 
+    async def to_followers(self, method: str, params: Any) -> None:
+        """What the owning window knows already (its own prompt), for the followers."""
+        for follower in list(self.followers):
+            if not follower.closed.is_set() and not follower.input_closed:
+                await follower.notify(method, params)
+
     # --- EditorPeer ---------------------------------------------------------------------------
 
     async def notify(self, method: str, params: Any) -> None:
