@@ -149,3 +149,31 @@ async def test_a_detach_grace_cancels_the_turn_when_no_window_comes_back(
     await wait_until(lambda: session_state(shared, session_id) is None, what="the cancel")
     await asyncio.sleep(3.5)  # past the model's delay: nothing of the turn ran after it
     assert not (ws / "late.txt").exists()
+
+
+async def test_a_running_turn_taken_over_goes_on_when_the_first_window_closes(
+    shared: Place,
+) -> None:
+    ws = shared.workspace
+    shared.script = write_script(shared.root / "s.json", [
+        bash("echo taken > taken.txt", text="Working.", delay=2),
+        {"text": "Finished for the new window."},
+    ])
+    second = RecordingClient()
+    async with window(shared, tee=False) as one, window(shared, client=second) as two:
+        await one.run.initialize(caps(fs=False, terminal=False))
+        await two.run.initialize(caps(fs=False, terminal=False))
+        session_id = await one.run.new_session()
+        prompt = asyncio.create_task(one.run.prompt(session_id, "work"))
+        await wait_until(lambda: session_state(shared, session_id) == "running",
+                         what="the turn to run")
+        await two.run.raw("session/load", {
+            "cwd": str(ws), "sessionId": session_id, "mcpServers": [],
+            "_meta": {"acpd": {"takeOver": True}},
+        })
+        await close_window(one)  # the first window goes: the turn is not its any more
+        prompt.cancel()
+        with contextlib.suppress(BaseException):
+            await prompt
+        await second.wait_for(lambda: "Finished for the new window." in second.texts(), 30)
+        assert (ws / "taken.txt").read_text() == "taken\n"

@@ -51,9 +51,16 @@ class DaemonGone(Exception):
 
 
 def run_forwarder(args: Namespace) -> int:
+    import signal
+
     from acpd.daemon.handshake import reserve_stdio
 
+    # Interrupted, the forwarder just ends (no traceback): the daemon sees the window go.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     fds = reserve_stdio()
+    from acpd.sandbox.status import prewarm
+
+    prewarm()  # the sandbox probe (part of the initialize answer) runs while we look around
     try:
         directory = runtime_dir()
         name = socket_name(args.config, args.data_dir, args.model)

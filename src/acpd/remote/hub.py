@@ -208,6 +208,8 @@ class Hub:
         request is cancelled the turn is cancelled too, unless its window went away."""
         done = anyio.Event()
         outcome: list[str | Exception] = []
+        link = session.conn
+        starter = link.conn if isinstance(link, SessionLink) else None
 
         async def turn() -> None:
             try:
@@ -222,9 +224,12 @@ class Hub:
         try:
             await done.wait()
         except anyio.get_cancelled_exc_class():
-            link = session.conn
-            if not isinstance(link, SessionLink) or link.conn is not None:
-                session.cancel()  # `$/cancel_request` of the prompt: the turn stops
+            # `$/cancel_request` of the prompt stops the turn; a window that went away (or
+            # whose session another window took over) does not.
+            if not isinstance(link, SessionLink) or (
+                link.conn is not None and link.conn is starter
+            ):
+                session.cancel()
             raise
         result = outcome[0]
         if isinstance(result, Exception):

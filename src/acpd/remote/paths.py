@@ -113,10 +113,10 @@ def socket_name(config: str | None, data_dir: str | None, model: str | None) -> 
     ]
     if not any(parts):
         return "daemon"
-    import hashlib
+    import zlib  # not hashlib (OpenSSL): this runs before the editor's first answer
 
-    digest = hashlib.blake2s("\0".join(parts).encode(errors="surrogateescape"), digest_size=6)
-    return f"daemon-{digest.hexdigest()}"
+    data = "\0".join(parts).encode(errors="surrogateescape")
+    return f"daemon-{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 
 
 def daemon_sockets(directory: str) -> list[str]:
