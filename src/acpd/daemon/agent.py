@@ -83,6 +83,8 @@ class AcpAgent:
     async def on_request(self, method: str, params: Any) -> Any:
         if method == "initialize":
             return await self.initialize(params)
+        if self.hub is not None and self.hub.stopping:
+            raise SessionBusy("acpd is stopping")
         if self.hub is not None and method.startswith("_acpd/"):
             from acpd.remote.control import control_request
 

@@ -33,6 +33,7 @@ from acpd.mcpclient.hub import McpSessions
 from acpd.protocol import acp
 from acpd.protocol.errors import invalid_params
 from acpd.providers.base import Message
+from acpd.remote import reattach
 from acpd.remote.link import SessionLink
 from acpd.tools.overflow import SessionOverflow
 from acpd.tools.pipeline import CallEnv
@@ -126,11 +127,11 @@ class SessionMethods:
     async def load_session(self, params: Any) -> dict[str, Any]:
         """Replay the whole history, the commands included, and only then answer."""
         req = acp.LoadSessionRequest.model_validate(params)
-        running = self._claim(req)
+        running = reattach.claim(self, req)
         if running is not None:  # its turn runs on: replay what is stored, then follow it
-            await self._reattach(running, 0)
+            await reattach.replay_and_release(self, running, 0)
             return self._state(running)
-        self._missed(req.session_id)
+        reattach.missed(self, req.session_id)
         session, _ = await self._reopen_with_roots(req)
         shown = replay_mode(self.client())  # its terminals as this client shows them
         for update in replay(self.rt.store.updates(session.id), shown):
@@ -140,11 +141,11 @@ class SessionMethods:
 
     async def resume_session(self, params: Any) -> Reply:
         req = acp.ResumeSessionRequest.model_validate(params)
-        running = self._claim(req)
-        missed = self._missed(req.session_id)
+        running = reattach.claim(self, req)
+        missed = reattach.missed(self, req.session_id)
         if running is not None:
             live = running
-            return Reply(self._state(live), lambda: self._reattach(live, missed))
+            return Reply(self._state(live), lambda: reattach.replay_and_release(self, live, missed))
         session, closed = await self._reopen_with_roots(req)
         announce = self._announce(session)
 
@@ -158,42 +159,6 @@ class SessionMethods:
             await announce()
 
         return Reply(self._state(session), then)
-
-    # --- the shared daemon: sessions that outlive their window -------------------------------
-
-    def _claim(self, req: acp.LoadSessionRequest | acp.ResumeSessionRequest) -> Session | None:
-        """The session's running turn, now this connection's (see Hub.claim); None: open it
-        from the store. Raises SessionBusy when another window drives it."""
-        if self.hub is None:
-            return None
-        acpd_meta = (req.meta or {}).get("acpd")
-        take_over = isinstance(acpd_meta, dict) and acpd_meta.get("takeOver") is True
-        running = self.hub.claim(self, req.session_id, take_over)
-        if running is not None:
-            link = running.conn
-            assert isinstance(link, SessionLink)
-            link.hold(self.conn)  # live updates wait for the replay
-            self.sessions[running.id] = running
-            self.hub.own(self, running)
-        return running
-
-    def _missed(self, session_id: str) -> int | None:
-        return self.hub.missed.pop(session_id, None) if self.hub is not None else None
-
-    async def _reattach(self, session: Session, start: int | None) -> None:
-        """Replay the stored updates from `start` (None: none) to this window, then let the
-        held live ones and the paused editor requests through."""
-        link = session.conn
-        assert isinstance(link, SessionLink)
-        try:
-            if start is not None:
-                shown = replay_mode(self.client())
-                for update in replay(self.rt.store.updates(session.id)[start:], shown):
-                    await self.conn.notify(
-                        "session/update", {"sessionId": session.id, "update": update}
-                    )
-        finally:
-            await link.release()
 
     async def _reopen_with_roots(
         self, req: acp.LoadSessionRequest | acp.ResumeSessionRequest

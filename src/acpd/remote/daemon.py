@@ -29,12 +29,14 @@ from acpd.remote.paths import UnsafePath, check_peer, runtime_dir, socket_name
 if TYPE_CHECKING:
     from argparse import Namespace
 
+    from anyio import CancelScope
+
     from acpd.daemon.agent import ServeOptions
     from acpd.remote.hub import Hub
 
 log = logging.getLogger("acpd.remote")
 
-LOCK_WAIT = 5.0
+LOCK_WAIT = 15.0
 """Seconds a new daemon waits for a stopping one to let go of the life lock."""
 BACKLOG = 64
 
@@ -112,7 +114,7 @@ def listen(path: str) -> socket.socket:
 
 
 def remove_socket(path: str, listener: socket.socket) -> None:
-    """Unlink the socket (still ours: the life lock is held until after this)."""
+    """Close and unlink the socket (still ours: the life lock is held until after this)."""
     listener.close()
     with contextlib.suppress(OSError):
         os.unlink(path)
@@ -124,9 +126,19 @@ async def serve_daemon(listener: socket.socket, options: ServeOptions, path: str
     from acpd.remote.hub import Hub
 
     hub = Hub(options, path)
+    accepting = anyio.CancelScope()
+
+    def stop_listening() -> None:
+        # Unlinked now (the next window starts a new daemon); closed when the loop is
+        # done with it (closing a descriptor the loop still watches is an error).
+        accepting.cancel()
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+    hub.on_stopping = stop_listening
     async with anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signal, hub)
-        tg.start_soon(_accept, listener, hub)
+        tg.start_soon(_accept, listener, hub, accepting)
         try:
             await hub.load(tg)
         except Exception as exc:  # told to each editor at its first session call
@@ -146,7 +158,12 @@ async def _stop_on_signal(hub: Hub) -> None:
             return
 
 
-async def _accept(listener: socket.socket, hub: Hub) -> None:
+async def _accept(listener: socket.socket, hub: Hub, scope: CancelScope) -> None:
+    with scope:
+        await _accept_loop(listener, hub)
+
+
+async def _accept_loop(listener: socket.socket, hub: Hub) -> None:
     import anyio
 
     while not hub.stopping:

@@ -79,6 +79,9 @@ class Hub:
         self._numbers = 0
         self._activity = anyio.Event()
         self._runtime_lock = anyio.Lock()
+        self.on_stopping: Callable[[], None] | None = None
+        """Called as the stop begins: stop listening, so that a window opened meanwhile
+        starts a new daemon instead of reaching this one."""
 
     # --- the runtime --------------------------------------------------------------------------
 
@@ -306,6 +309,8 @@ class Hub:
         if self.stopping:
             return
         self.stopping = True
+        if self.on_stopping is not None:
+            self.on_stopping()
         live = [*self.detached.values()]
         for methods in {id(m): m for m in self.owners.values()}.values():
             methods.stopping = True
