@@ -166,3 +166,10 @@ async def test_ps_and_attach_show_the_sessions(shared: Place) -> None:
 
     missing = shared.cli("attach", "sess_nope", "--no-follow")
     assert missing.returncode == 1 and "no running daemon knows" in missing.stderr
+
+
+def test_ps_and_stop_with_no_daemon_say_so(shared: Place) -> None:
+    for words in (("ps",), ("daemon", "stop")):
+        result = shared.cli(*words)
+        assert result.returncode == 0 and "no acpd daemon is running" in result.stdout
+    assert not shared.socket_dir.exists(), "asking created nothing"

@@ -53,7 +53,12 @@ def run_daemon(args: Namespace) -> int:
         print(f"acpd daemon: one already runs for {directory}/{name}.sock", file=sys.stderr)
         return 1
     path = os.path.join(directory, f"{name}.sock")
-    listener = listen(path)
+    try:
+        listener = listen(path)
+    except OSError as exc:  # a path over the 107-byte limit of Unix sockets, a full disk
+        print(f"acpd daemon: cannot listen on {path}: {exc.strerror or exc}", file=sys.stderr)
+        os.close(lock)
+        return 2
     os.dup2(2, 1)  # a stray print goes to the log
     logging.basicConfig(
         stream=sys.stderr,

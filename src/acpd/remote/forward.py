@@ -71,6 +71,9 @@ def run_forwarder(args: Namespace) -> int:
     except DaemonGone as exc:
         print(f"acpd: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:
+        print(f"acpd: cannot reach the shared daemon: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     if sock is None:
         return 0  # the editor left before saying anything
     return Pump(fds, sock.socket, sock.drop_id, sock.first, sock.log_path).run()

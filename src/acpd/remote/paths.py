@@ -30,12 +30,15 @@ class UnsafePath(Exception):
 
 
 def runtime_dir(*, create: bool = True) -> str:
-    """The checked private directory (created when missing). Raises UnsafePath."""
+    """The checked private directory (created when missing, unless not `create`: then
+    its path, checked if it exists). Raises UnsafePath."""
     base = os.environ.get("XDG_RUNTIME_DIR", "")
     if base and os.path.isabs(base) and os.path.isdir(base):
         path = os.path.join(base, "acpd")
     else:
         path = f"/tmp/acpd-{os.getuid()}"
+    if not create and not os.path.lexists(path):
+        return path
     if create:
         try:
             os.mkdir(path, 0o700)
