@@ -128,10 +128,10 @@ class SessionMethods:
         """Replay the whole history, the commands included, and only then answer."""
         req = acp.LoadSessionRequest.model_validate(params)
         running = reattach.claim(self, req)
+        reattach.missed(self, req.session_id)  # a load replays all: nothing else is owed
         if running is not None:  # its turn runs on: replay what is stored, then follow it
             await reattach.replay_and_release(self, running, 0)
             return self._state(running)
-        reattach.missed(self, req.session_id)
         session, _ = await self._reopen_with_roots(req)
         shown = replay_mode(self.client())  # its terminals as this client shows them
         for update in replay(self.rt.store.updates(session.id), shown):

@@ -190,7 +190,7 @@ class Hub:
             if isinstance(link, SessionLink):
                 link.detach()
             self.detached[session.id] = session
-            self.missed[session.id] = len(methods.rt.store.updates(session.id))
+            self.missed[session.id] = methods.rt.store.update_count(session.id)
             log.info("window left; the turn of %s goes on", session.id)
             grace = methods.rt.config.daemon.detach_grace
             if grace is not None:
