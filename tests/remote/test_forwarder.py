@@ -138,3 +138,24 @@ def test_a_bad_config_is_told_at_the_first_session_call_and_read_again_once_fixe
     assert fixed["result"]["modes"]["currentModeId"] == "ask"
     assert editor.close()[0] == 0
     assert len(shared.daemon_pids()) == 1, "the daemon outlived the bad config"
+
+
+HEAVY = ("asyncio", "anyio", "pydantic", "sqlite3", "_ssl", "hashlib", "acpd.daemon.agent",
+         "acpd.daemon.config", "acpd.sandbox.launch")
+
+
+def test_the_forwarder_loads_nothing_heavy(shared: Place) -> None:
+    """What the forwarder imports on its way to the editor (python -X importtime): no event
+    loop, no pydantic, no store, no OpenSSL, none of the other subcommands."""
+    shared.script = write_script(shared.root / "s.json", [{"text": "hi"}])
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                       "params": INIT}).encode() + b"\n"
+    argv = shared.serve_argv()
+    result = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], input=line,
+                            env=shared.env(), cwd=REPO, capture_output=True, timeout=60)
+    assert result.returncode == 0
+    assert b'"protocolVersion":1' in result.stdout
+    loaded = {row.rsplit("|", 1)[-1].strip() for row in result.stderr.decode().splitlines()
+              if row.startswith("import time:")}
+    assert "acpd.remote.forward" in loaded
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
