@@ -177,3 +177,63 @@ async def test_a_running_turn_taken_over_goes_on_when_the_first_window_closes(
             await prompt
         await second.wait_for(lambda: "Finished for the new window." in second.texts(), 30)
         assert (ws / "taken.txt").read_text() == "taken\n"
+
+
+async def test_a_take_over_moves_an_open_permission_prompt_to_the_new_window(
+    shared: Place,
+) -> None:
+    ask_mode(shared)
+    ws = shared.workspace
+    shared.script = write_script(shared.root / "s.json", [bash(ASKED), {"text": "Asked."}])
+    first = RecordingClient(answer=always("allow_once"), permission_gate=asyncio.Event())
+    second = RecordingClient(answer=always("allow_once"))
+    async with window(shared, client=first, tee=False) as one, \
+            window(shared, client=second) as two:
+        await one.run.initialize(caps(fs=False, terminal=False))
+        await two.run.initialize(caps(fs=False, terminal=False))
+        session_id = await one.run.new_session()
+        prompt = asyncio.create_task(one.run.prompt(session_id, "ask me"))
+        await first.wait_for(lambda: bool(first.calls("session/request_permission")), 30)
+        await two.run.raw("session/load", {
+            "cwd": str(ws), "sessionId": session_id, "mcpServers": [],
+            "_meta": {"acpd": {"takeOver": True}},
+        })
+        await second.wait_for(lambda: "Asked." in second.texts(), 30)
+        (asked,) = second.calls("session/request_permission")
+        assert asked["toolCall"]["rawInput"]["command"] == ASKED
+        assert (ws / "asked.txt").read_text() == "asked\n"
+        assert len(first.calls("session/request_permission")) == 1, "withdrawn, not re-asked"
+        prompt.cancel()
+        with contextlib.suppress(BaseException):
+            await prompt
+
+
+async def test_a_command_in_the_first_windows_terminal_stays_there_after_a_take_over(
+    shared: Place,
+) -> None:
+    ws = shared.workspace
+    shared.script = write_script(shared.root / "s.json", [
+        bash("sleep 2; echo t > t.txt"), {"text": "Ran."},
+    ])
+    first, second = RecordingClient(), RecordingClient()
+    async with window(shared, client=first, tee=False) as one, \
+            window(shared, client=second) as two:
+        await one.run.initialize(caps(fs=True, terminal=True))
+        await two.run.initialize(caps(fs=True, terminal=True))
+        session_id = await one.run.new_session()
+        prompt = asyncio.create_task(one.run.prompt(session_id, "run it"))
+        await first.wait_for(lambda: bool(first.calls("terminal/create")), 30)
+        await two.run.raw("session/load", {
+            "cwd": str(ws), "sessionId": session_id, "mcpServers": [],
+            "_meta": {"acpd": {"takeOver": True}},
+        })
+        await second.wait_for(lambda: "Ran." in second.texts(), 30)
+        # The terminal lived in the first window: its follow-ups went there, not here.
+        assert second.calls("terminal/create") == [] and second.calls("terminal/output") == []
+        assert len(first.calls("terminal/release")) == 1
+        (card,) = [u for u in second.updates if u.get("sessionUpdate") == "tool_call"]
+        assert second.final(card["toolCallId"])["status"] == "completed"
+        assert (ws / "t.txt").read_text() == "t\n"
+        prompt.cancel()
+        with contextlib.suppress(BaseException):
+            await prompt

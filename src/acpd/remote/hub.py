@@ -79,6 +79,8 @@ class Hub:
         self._numbers = 0
         self._activity = anyio.Event()
         self._runtime_lock = anyio.Lock()
+        self._detaches = 0
+        self._detached_at: dict[str, int] = {}
         self.on_stopping: Callable[[], None] | None = None
         """Called as the stop begins: stop listening, so that a window opened meanwhile
         starts a new daemon instead of reaching this one."""
@@ -194,12 +196,16 @@ class Hub:
             log.info("window left; the turn of %s goes on", session.id)
             grace = methods.rt.config.daemon.detach_grace
             if grace is not None:
-                self.start_soon(functools.partial(self._cancel_later, session, grace))
+                self._detaches += 1  # a timer counts for this detach only
+                self._detached_at[session.id] = self._detaches
+                self.start_soon(functools.partial(
+                    self._cancel_later, session, grace, self._detaches))
         self.touch()
 
-    async def _cancel_later(self, session: Session, grace: float) -> None:
+    async def _cancel_later(self, session: Session, grace: float, detach: int) -> None:
         await anyio.sleep(grace)
-        if self.detached.get(session.id) is session and not session.idle.is_set():
+        if (self.detached.get(session.id) is session and not session.idle.is_set()
+                and self._detached_at.get(session.id) == detach):
             log.info("no window came back within %g s: cancelling the turn of %s",
                      grace, session.id)
             session.cancel()

@@ -9,11 +9,15 @@ directly, so that it can outlive the window that opened it:
   stored by the session before it sent it); a request that needs an editor (a permission
   prompt, `fs/*`, `terminal/create`, a form) waits until a window re-attaches: the turn
   pauses there. A request that was in flight when the window went away is asked again of
-  the next window. Requests about a terminal of the old window (`terminal/output`, `kill`,
-  `wait_for_exit`, `release`) fail at once: that terminal went away with its window.
+  the next window.
+- Requests about an editor terminal (`terminal/output`, `kill`, `wait_for_exit`,
+  `release`) go to the window that created it, wherever the session is now, and fail at
+  once when that window is gone: the terminal went away with it.
 - Re-attaching holds live notifications back while the stored updates are replayed
   (`hold` ... `release`), so that the new window sees them in order and none twice; the
-  paused requests go out after the replay.
+  paused requests go out after the replay. A take-over withdraws the requests still open
+  in the window that loses the session (`$/cancel_request` there) and asks them again in
+  the one that takes it.
 """
 
 from __future__ import annotations
@@ -34,6 +38,10 @@ ASKED_AGAIN = frozenset({
 })
 """Requests that wait for the next window when their own went away: they name nothing
 that belonged to the old window."""
+FOLLOW_UPS = frozenset({
+    "terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release",
+})
+"""Requests about one editor terminal: they go to the window that created it."""
 
 
 class SessionLink:
@@ -46,6 +54,10 @@ class SessionLink:
         """`acpd attach` connections: they get every notification, and ask nothing."""
         self.waiting = 0
         """Requests paused for want of an editor (the turn is paused)."""
+        self._terminals: dict[str, Connection] = {}
+        """The window that runs each editor terminal (its follow-ups go there)."""
+        self._asking: dict[anyio.CancelScope, str] = {}
+        """The requests waiting for a window's answer, by the scope that can withdraw them."""
 
     @property
     def conn(self) -> Connection | None:
@@ -68,9 +80,18 @@ class SessionLink:
             self._ready = anyio.Event()
 
     def hold(self, conn: Connection) -> None:
-        """Attach to `conn` and queue live notifications until `release()` (replay first)."""
+        """Attach to `conn` and queue live notifications until `release()` (replay first).
+        Requests wait for the release too; those still open in a window that is alive but
+        loses the session (a take-over) are withdrawn there and asked again here."""
+        previous = self._conn
         self._conn = conn
         self._held = []
+        if self._ready.is_set():
+            self._ready = anyio.Event()
+        if previous is not None and previous is not conn:
+            for scope, method in list(self._asking.items()):
+                if method in ASKED_AGAIN:
+                    scope.cancel()
 
     async def release(self) -> None:
         held, self._held = self._held or [], None
@@ -107,21 +128,44 @@ class SessionLink:
     ) -> Any:
         """Ask the owning window; raises PeerError as Connection.request does, and at once
         for a follow-up about a terminal of a window that went away."""
+        if method in FOLLOW_UPS:
+            return await self._terminal_request(method, params, timeout)
         while True:
             conn = await self._editor(method)
-            try:
-                return await conn.request(method, params, timeout=timeout)
-            except PeerError:
-                if self._alive(conn) or method not in ASKED_AGAIN:
-                    raise
-                log.info("the window went away during %s: asking the next one", method)
+            with anyio.CancelScope() as scope:
+                self._asking[scope] = method
+                try:
+                    answer = await conn.request(method, params, timeout=timeout)
+                    if method == "terminal/create" and isinstance(answer, dict):
+                        self._terminals[str(answer.get("terminalId"))] = conn
+                    return answer
+                except PeerError:
+                    if self._alive(conn) or method not in ASKED_AGAIN:
+                        raise
+                    log.info("the window went away during %s: asking the next one", method)
+                finally:
+                    del self._asking[scope]
+            # Withdrawn (the session was taken over): ask the window that has it now.
+
+    async def _terminal_request(
+        self, method: str, params: Any, timeout: float | None  # noqa: ASYNC109
+    ) -> Any:
+        """A terminal's follow-up goes to the window that runs that terminal, wherever the
+        session is now; it fails at once when that window is gone."""
+        terminal_id = params.get("terminalId") if isinstance(params, dict) else None
+        conn = self._terminals.get(str(terminal_id))
+        if method == "terminal/release":
+            self._terminals.pop(str(terminal_id), None)
+        if conn is None or not self._alive(conn):
+            raise PeerError(method, None, "the editor window that ran this went away")
+        return await conn.request(method, params, timeout=timeout)
 
     async def _editor(self, method: str) -> Connection:
         conn = self.conn
         if conn is not None and self._ready.is_set():
             return conn
         if method not in ASKED_AGAIN:
-            raise PeerError(method, None, "the editor window that ran this went away")
+            raise PeerError(method, None, "no editor window has this session")
         if conn is None and self._ready.is_set():
             self._ready = anyio.Event()  # it went away without a detach (yet)
         self.waiting += 1
