@@ -159,3 +159,16 @@ def test_the_forwarder_loads_nothing_heavy(shared: Place) -> None:
               if row.startswith("import time:")}
     assert "acpd.remote.forward" in loaded
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_the_config_key_makes_serve_forward_and_the_flag_overrides_it(shared: Place) -> None:
+    shared.config = shared.root / "acpd.toml"
+    shared.config.write_text('[serve]\nremote = "auto"\n')
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                       "params": INIT}).encode() + b"\n"
+    plain = [a for a in shared.serve_argv() if a != "--remote=auto"]
+    for argv, forwards in ((plain + ["--remote=off"], False), (plain, True)):
+        result = subprocess.run(argv, input=line, env=shared.env(), cwd=REPO,
+                                capture_output=True, timeout=60)
+        assert result.returncode == 0 and b'"protocolVersion":1' in result.stdout
+        assert bool(shared.daemon_pids()) is forwards

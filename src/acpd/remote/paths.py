@@ -10,8 +10,9 @@ Rules (the forwarder, the daemon and the control commands all go through these):
 - The socket must be a socket owned by this uid with no permission for group or others;
   the daemon creates it under umask 077.
 - Once connected, each side checks the other's uid with SO_PEERCRED: same uid only.
-- One daemon per (config, data directory, model) choice: `socket_name` names the socket
-  after them, so a window started with another `--config` gets its own daemon.
+- One daemon per (acpd version, config, data directory, model) choice: `socket_name`
+  names the socket after them, so a window started with another `--config` gets its own
+  daemon, and an upgraded acpd does not talk to the old one.
 
 Standard library only, and only cheap modules: the forwarder imports this on its way to
 the editor's first answer.
@@ -105,17 +106,19 @@ def check_peer(sock: socket.socket) -> int:
 
 
 def socket_name(config: str | None, data_dir: str | None, model: str | None) -> str:
-    """`daemon` for the defaults; `daemon-HASH` for any other choice of config, data
-    directory or model (the environment variables that move them count)."""
+    """`daemon-HASH`, one name per acpd version and choice of config, data directory and
+    model (the environment variables that move them count): after an upgrade, windows
+    start a daemon of the new version, and the old one exits once idle."""
+    import acpd
+
     parts = [
+        acpd.__version__,
         os.path.abspath(config) if config else os.environ.get("ACPD_CONFIG", ""),
         os.path.abspath(data_dir) if data_dir else "",
         model or "",
         os.environ.get("XDG_CONFIG_HOME", ""),
         os.environ.get("XDG_DATA_HOME", ""),
     ]
-    if not any(parts):
-        return "daemon"
     import zlib  # not hashlib (OpenSSL): this runs before the editor's first answer
 
     data = "\0".join(parts).encode(errors="surrogateescape")
