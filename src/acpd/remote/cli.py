@@ -190,13 +190,16 @@ def stop() -> int:
 
 
 def _wait_gone(pid: int, within: float) -> bool:
+    """Whether the process ended within `within` seconds (a zombie has ended: where no
+    init reaps it, a container's, it would otherwise look alive for ever)."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+            with open(f"/proc/{pid}/stat") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
             return True
-        except PermissionError:  # the pid was reused by another user's process
+        if state in ("Z", "X"):
             return True
         time.sleep(0.02)
     return False
