@@ -15,9 +15,9 @@ directly, so that it can outlive the window that opened it:
   once when that window is gone: the terminal went away with it.
 - Re-attaching holds live notifications back while the stored updates are replayed
   (`hold` ... `release`), so that the new window sees them in order and none twice; the
-  paused requests go out after the replay. A take-over withdraws the requests still open
-  in the window that loses the session (`$/cancel_request` there) and asks them again in
-  the one that takes it.
+  paused requests go out after the replay. A take-over withdraws the questions and reads
+  still open in the window that loses the session (`$/cancel_request` there) and asks
+  them again in the one that takes it (`WITHDRAWN`).
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ ASKED_AGAIN = frozenset({
 })
 """Requests that wait for the next window when their own went away: they name nothing
 that belonged to the old window."""
+WITHDRAWN = frozenset({"session/request_permission", "elicitation/create", "fs/read_text_file"})
+"""Requests a take-over withdraws from the window that loses the session and asks again:
+a question for the user, or a read. A write or a `terminal/create` may have been carried
+out already: it finishes where it started (its terminal's follow-ups go there too)."""
 FOLLOW_UPS = frozenset({
     "terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release",
 })
@@ -90,7 +94,7 @@ class SessionLink:
             self._ready = anyio.Event()
         if previous is not None and previous is not conn:
             for scope, method in list(self._asking.items()):
-                if method in ASKED_AGAIN:
+                if method in WITHDRAWN:
                     scope.cancel()
 
     async def release(self) -> None:
