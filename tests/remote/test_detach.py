@@ -16,7 +16,7 @@ from tests.e2e.client import RecordingClient, always
 from tests.e2e.harness import caps, write_script
 from tests.remote.harness import Place, close_window, wait_until, window
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 ASKED = "python3 -c 'print(\"asked\")' > asked.txt"
 """The default policy asks before an interpreter runs inline code."""

@@ -21,7 +21,7 @@ from tests.e2e.harness import alive, caps, marked, sleep_marker, wait_unmarked, 
 from tests.e2e.schema import REPO
 from tests.remote.harness import Place, wait_until, window
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 def state_of(shared: Place, session_id: str) -> str | None:
