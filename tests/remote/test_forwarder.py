@@ -167,7 +167,7 @@ def test_the_config_key_makes_serve_forward_and_the_flag_overrides_it(shared: Pl
     line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                        "params": INIT}).encode() + b"\n"
     plain = [a for a in shared.serve_argv() if a != "--remote=auto"]
-    for argv, forwards in ((plain + ["--remote=off"], False), (plain, True)):
+    for argv, forwards in (([*plain, "--remote=off"], False), (plain, True)):
         result = subprocess.run(argv, input=line, env=shared.env(), cwd=REPO,
                                 capture_output=True, timeout=60)
         assert result.returncode == 0 and b'"protocolVersion":1' in result.stdout
