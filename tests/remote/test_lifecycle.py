@@ -173,3 +173,17 @@ def test_ps_and_stop_with_no_daemon_say_so(shared: Place) -> None:
         result = shared.cli(*words)
         assert result.returncode == 0 and "no acpd daemon is running" in result.stdout
     assert not shared.socket_dir.exists(), "asking created nothing"
+
+
+async def test_sigterm_stops_the_daemon_like_daemon_stop(shared: Place) -> None:
+    shared.script = write_script(shared.root / "s.json", [{"text": "hi"}])
+    async with window(shared, tee=False) as one:
+        await one.run.initialize()
+        assert await one.run.prompt(await one.run.new_session(), "x") == "end_turn"
+        (pid,) = shared.daemon_pids()
+        os.kill(pid, signal.SIGTERM)
+        code = await asyncio.wait_for(one.process.wait(), 15)
+    assert code == 1 and "went away" in one.stderr()
+    await wait_until(lambda: not alive(pid), what="the daemon to exit")
+    assert shared.sockets() == []
+    assert "stopping on SIGTERM" in shared.daemon_log()
