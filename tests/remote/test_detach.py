@@ -237,3 +237,38 @@ async def test_a_command_in_the_first_windows_terminal_stays_there_after_a_take_
         prompt.cancel()
         with contextlib.suppress(BaseException):
             await prompt
+
+
+async def test_a_window_without_terminal_or_fs_is_never_asked_for_them(shared: Place) -> None:
+    """The turn began in a window offering fs and terminal; the window that takes it on
+    offers neither: its command runs locally (same policy), its editor read fails as a
+    tool error, and no fs/terminal request reaches that window."""
+    ask_mode(shared)
+    ws = shared.workspace
+    shared.script = write_script(shared.root / "s.json", [
+        bash(ASKED, delay=1.5),
+        {"tool_calls": [{"name": "read", "arguments": {"path": "hello.txt"}}]},
+        {"text": "Over."},
+    ])
+    async with window(shared, tee=False) as one:
+        await one.run.initialize(caps(fs=True, terminal=True))
+        session_id = await one.run.new_session()
+        prompt = asyncio.create_task(one.run.prompt(session_id, "go"))
+        await wait_until(lambda: session_state(shared, session_id) == "running",
+                         what="the turn to run")
+        await close_window(one)
+        prompt.cancel()
+        with contextlib.suppress(BaseException):
+            await prompt
+    await wait_until(lambda: session_state(shared, session_id) == "paused", what="the pause")
+
+    second = RecordingClient(answer=always("allow_once"), terminal_enabled=False)
+    async with window(shared, client=second) as two:
+        await two.run.initialize(caps(fs=False, terminal=False))
+        await two.run.conn.load_session(cwd=str(ws), session_id=session_id, mcp_servers=[])
+        await second.wait_for(lambda: "Over." in second.texts(), 30)
+        assert (ws / "asked.txt").read_text() == "asked\n"
+        assert second.calls("terminal/create") == [] and second.calls("fs/read_text_file") == []
+        read = [u for u in second.tool_calls() if u.get("kind") == "read"][-1]
+        final = second.final(read["toolCallId"])
+        assert final["status"] == "failed"

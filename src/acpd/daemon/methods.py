@@ -241,7 +241,7 @@ class SessionMethods:
 
     def _open(self, session_id: str, cwd: str, mode: str, model: str | None) -> Session:
         rt = self.rt
-        peer: EditorPeer = SessionLink(self.conn) if self.hub is not None else self.conn
+        peer: EditorPeer = SessionLink(self.conn, self.client) if self.hub else self.conn
         session = Session(session_id, cwd, mode, model, peer, rt.store)
         session.approvals = rt.toolkit.approvals.for_workspace(cwd)
         session.tools = rt.toolkit.settings.new_state()

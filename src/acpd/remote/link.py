@@ -23,12 +23,17 @@ directly, so that it can outlive the window that opened it:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from acpd.daemon.errors import PeerError
 from acpd.daemon.rpc import Connection
+from acpd.protocol.errors import ErrorCode, RpcError
+
+if TYPE_CHECKING:
+    from acpd.daemon.handshake import ClientCaps
 
 log = logging.getLogger("acpd.remote")
 
@@ -49,8 +54,11 @@ FOLLOW_UPS = frozenset({
 
 
 class SessionLink:
-    def __init__(self, conn: Connection) -> None:
+    """`client`: the capabilities of the owning window (as its `initialize` negotiated)."""
+
+    def __init__(self, conn: Connection, client: Callable[[], ClientCaps]) -> None:
         self._conn: Connection | None = conn
+        self._client = client
         self._ready = anyio.Event()
         self._ready.set()
         self._held: list[tuple[str, Any]] | None = None
@@ -83,12 +91,12 @@ class SessionLink:
         if self._ready.is_set():
             self._ready = anyio.Event()
 
-    def hold(self, conn: Connection) -> None:
+    def hold(self, conn: Connection, client: Callable[[], ClientCaps]) -> None:
         """Attach to `conn` and queue live notifications until `release()` (replay first).
         Requests wait for the release too; those still open in a window that is alive but
         loses the session (a take-over) are withdrawn there and asked again here."""
         previous = self._conn
-        self._conn = conn
+        self._conn, self._client = conn, client
         self._held = []
         if self._ready.is_set():
             self._ready = anyio.Event()
@@ -136,6 +144,7 @@ class SessionLink:
             return await self._terminal_request(method, params, timeout)
         while True:
             conn = await self._editor(method)
+            self._check_offered(method)
             with anyio.CancelScope() as scope:
                 self._asking[scope] = method
                 try:
@@ -150,6 +159,20 @@ class SessionLink:
                 finally:
                     del self._asking[scope]
             # Withdrawn (the session was taken over): ask the window that has it now.
+
+    def _check_offered(self, method: str) -> None:
+        """A turn re-attached by a window that does not offer what the turn's first window
+        did: ACP forbids asking for it. No terminal: PeerError without an answer, so the
+        command runs locally under the same policy (daemon/editor.py's fallback); no file
+        system: the editor's refusal, which the tool reports."""
+        caps = self._client()
+        if method == "terminal/create" and not caps.terminal:
+            raise PeerError(method, None, "this editor window offers no terminal")
+        offered = {"fs/read_text_file": caps.read_text_file,
+                   "fs/write_text_file": caps.write_text_file}
+        if not offered.get(method, True):
+            raise PeerError(method, RpcError(
+                ErrorCode.METHOD_NOT_FOUND, f"this editor window does not offer {method}"))
 
     async def _terminal_request(
         self, method: str, params: Any, timeout: float | None  # noqa: ASYNC109

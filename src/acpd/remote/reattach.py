@@ -34,7 +34,7 @@ def claim(
     if running is not None:
         link = running.conn
         assert isinstance(link, SessionLink)
-        link.hold(methods.conn)  # live updates wait for the replay
+        link.hold(methods.conn, methods.client)  # live updates wait for the replay
         methods.sessions[running.id] = running
         hub.own(methods, running)
     return running
