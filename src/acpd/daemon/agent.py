@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from acpd.daemon.store import SessionStore
     from acpd.daemon.turn import LoopLimits
     from acpd.daemon.v2face import V2Face
+    from acpd.remote.hub import Hub
     from acpd.tools.pipeline import ToolPipeline
     from acpd.tools.setup import Toolkit
 
@@ -58,9 +59,16 @@ class Runtime:
 
 
 class AcpAgent:
-    def __init__(self, conn: Connection, options: ServeOptions) -> None:
+    """`hub`: set in the shared daemon (acpd/remote): the runtime, the live sessions and
+    the running turns are the daemon's, not this connection's."""
+
+    def __init__(self, conn: Connection, options: ServeOptions, hub: Hub | None = None) -> None:
         self.conn = conn
         self.options = options
+        self.hub = hub
+        self.client_name: str | None = None
+        self.follower = False
+        """A control connection (`acpd ps`, `acpd attach`: read-only), not a window."""
         self.client = ClientCaps()
         self._runtime: Runtime | None = None
         self._methods: SessionMethods | None = None
@@ -75,6 +83,12 @@ class AcpAgent:
     async def on_request(self, method: str, params: Any) -> Any:
         if method == "initialize":
             return await self.initialize(params)
+        if self.hub is not None and self.hub.stopping:
+            raise SessionBusy("acpd is stopping")
+        if self.hub is not None and method.startswith("_acpd/"):
+            from acpd.remote.control import control_request
+
+            return await control_request(self, self.hub, method, params)
         if method == "authenticate" and self._v2 is None:
             raise invalid_params("acpd offers no authentication methods; none is needed")
         if method not in SESSION_METHODS and self._v2 is None:
@@ -117,9 +131,22 @@ class AcpAgent:
             methods.cancel(params)
         # Unknown notifications are ignored, as JSON-RPC asks.
 
+    @property
+    def methods(self) -> SessionMethods | None:
+        return self._methods
+
     async def shutdown(self) -> None:
         """Stdin closed or a stop signal, in this order: refuse new work, kill every command,
-        let the turns close their cards and write their results, then close the store."""
+        let the turns close their cards and write their results, then close the store.
+        In the shared daemon: the turns go on without this window (remote/hub.py)."""
+        if self.hub is not None:
+            if self._methods is not None:
+                await self.hub.window_left(self._methods)
+            if self._meta_timer is not None and self._runtime is not None:
+                self._meta_timer.cancel()
+                self._meta_timer = None
+                self._flush_meta(self._runtime.store)
+            return
         try:
             if self._methods is not None:
                 await self._methods.close_all()
@@ -139,6 +166,9 @@ class AcpAgent:
 
         image = image_capability(self.options.config_path, self.options.model)
         result, client = initialize_result(params, image=image)
+        info = params.get("clientInfo") if isinstance(params, dict) else None
+        name = info.get("name") if isinstance(info, dict) else None
+        self.client_name = name[:100] if isinstance(name, str) else None
         self.adopt(client)
         return Reply(result, then=self.warm_up)
 
@@ -168,7 +198,9 @@ class AcpAgent:
             runtime = await self.runtime()
             from acpd.daemon.methods import SessionMethods
 
-            self._methods = SessionMethods(self.conn, runtime, lambda: self.client)
+            self._methods = SessionMethods(
+                self.conn, runtime, lambda: self.client, hub=self.hub
+            )
         return self._methods
 
     async def runtime(self) -> Runtime:
@@ -176,10 +208,15 @@ class AcpAgent:
         (saying what) when a file it needs cannot be used."""
         if self._runtime is not None:
             return self._runtime
+        if self.hub is not None:  # loaded once by the daemon, its watchers started there
+            self._runtime = await self.hub.runtime()
+            self.conn.max_line_bytes = self._runtime.config.protocol.max_line_bytes
+            self.conn.outbox.linger = self._runtime.config.protocol.linger_us / 1e6
+            return self._runtime
         async with self._runtime_lock:
             if self._runtime is None:
                 try:
-                    self._runtime = await anyio.to_thread.run_sync(self._load_runtime)
+                    self._runtime = await anyio.to_thread.run_sync(load_runtime, self.options)
                 except OSError as exc:  # named, not "internal error": the user can fix it
                     raise internal_error(f"acpd cannot start: {exc}") from None
                 protocol = self._runtime.config.protocol
@@ -190,41 +227,44 @@ class AcpAgent:
                     self._runtime.pipeline.shell.attach(self.conn.start_soon, self.conn.notify)
             return self._runtime
 
-    def _load_runtime(self) -> Runtime:
-        from pathlib import Path
 
-        from acpd.daemon.config import config_path, default_data_dir, load_config
-        from acpd.daemon.store import open_store
-        from acpd.daemon.turn import LoopLimits, catalog_builder
-        from acpd.tools.setup import build_toolkit
+def load_runtime(options: ServeOptions) -> Runtime:
+    """Config, store and tools (blocking: run it in a worker thread). Raises ConfigError
+    for a bad config, OSError when a file it needs cannot be used."""
+    from pathlib import Path
 
-        overrides = {"agent.model": self.options.model}
-        if self.options.max_line_bytes is not None:
-            overrides["protocol.max_line_bytes"] = self.options.max_line_bytes  # type: ignore[assignment]
-        config = load_config(self.options.config_path, overrides)
-        data_dir = Path(self.options.data_dir) if self.options.data_dir else default_data_dir()
-        store, problem = open_store(data_dir)
-        notice = None
-        if problem is not None:
-            notice = (
-                f"[acpd] {problem}. Sessions are kept in memory only and are lost when acpd "
-                "stops; start acpd with --data-dir DIR to keep them."
-            )
-            log.warning("%s", notice)
-        agent = config.agent
-        limits = LoopLimits(
-            agent.max_tool_iterations, agent.context_budget_tokens, agent.max_tokens,
-            agent.system_prompt, agent.max_tool_calls_per_reply, prices=agent.prices,
-            catalog=catalog_builder(config),
+    from acpd.daemon.config import config_path, default_data_dir, load_config
+    from acpd.daemon.store import open_store
+    from acpd.daemon.turn import LoopLimits, catalog_builder
+    from acpd.tools.setup import build_toolkit
+
+    overrides = {"agent.model": options.model}
+    if options.max_line_bytes is not None:
+        overrides["protocol.max_line_bytes"] = options.max_line_bytes  # type: ignore[assignment]
+    config = load_config(options.config_path, overrides)
+    data_dir = Path(options.data_dir) if options.data_dir else default_data_dir()
+    store, problem = open_store(data_dir)
+    notice = None
+    if problem is not None:
+        notice = (
+            f"[acpd] {problem}. Sessions are kept in memory only and are lost when acpd "
+            "stops; start acpd with --data-dir DIR to keep them."
         )
-        # filters.toml is looked up beside the config file (which need not exist); both are
-        # watched, and the output filters rebuilt when either changes.
-        config_file = config_path(self.options.config_path)
-        toolkit = build_toolkit(
-            config.tools, data_dir, config_dir=config_file.parent, config_file=config_file,
-            reload_tools=lambda: load_config(self.options.config_path, overrides).tools,
-        )
-        expired = store.expire_overflow(config.tools.overflow.retention_days)
-        if expired:
-            log.info("expired %d stored tool outputs", expired)
-        return Runtime(config, store, toolkit.pipeline, limits, toolkit, notice)
+        log.warning("%s", notice)
+    agent = config.agent
+    limits = LoopLimits(
+        agent.max_tool_iterations, agent.context_budget_tokens, agent.max_tokens,
+        agent.system_prompt, agent.max_tool_calls_per_reply, prices=agent.prices,
+        catalog=catalog_builder(config),
+    )
+    # filters.toml is looked up beside the config file (which need not exist); both are
+    # watched, and the output filters rebuilt when either changes.
+    config_file = config_path(options.config_path)
+    toolkit = build_toolkit(
+        config.tools, data_dir, config_dir=config_file.parent, config_file=config_file,
+        reload_tools=lambda: load_config(options.config_path, overrides).tools,
+    )
+    expired = store.expire_overflow(config.tools.overflow.retention_days)
+    if expired:
+        log.info("expired %d stored tool outputs", expired)
+    return Runtime(config, store, toolkit.pipeline, limits, toolkit, notice)

@@ -9,7 +9,10 @@ import sys
 import acpd
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
+    """The whole command line; `serve_only` leaves out the subcommands that live in other
+    modules (their imports cost `acpd serve` tens of milliseconds before the editor's
+    first answer)."""
     parser = argparse.ArgumentParser(
         prog="acpd", description="An Agent Client Protocol agent for your editor."
     )
@@ -21,6 +24,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--max-line-bytes", type=int, default=None,
         help="largest message accepted, in bytes (default 64 MiB)",
+    )
+    serve.add_argument(
+        "--remote", choices=("auto", "off"), default=None,
+        help="auto: forward to the user's shared daemon, starting it if needed "
+             "(default: the config's [serve] remote, else off)",
     )
 
     lsp = sub.add_parser("lsp", help="speak LSP on stdin/stdout (for LSP-only clients)")
@@ -62,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("-n", "--lines", type=int, default=20, help="how many (default 20)")
     tail.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
 
+    if serve_only:
+        return parser
     from acpd.daemon.sandbox_cli import register as register_sandbox
     from acpd.daemon.undo_cli import register as register_undo
     from acpd.policy.cli_args import register as register_policy
@@ -69,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     register_undo(sub)
     register_policy(sub)
     register_sandbox(sub)
+    from acpd.remote.cli import register as register_remote
+
+    register_remote(sub)
     return parser
 
 
@@ -97,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         from acpd.sandbox.launch import exec_main
 
         return exec_main(words[2:])
-    args = build_parser().parse_args(argv)
+    args = build_parser(serve_only=words[:1] == ["serve"]).parse_args(argv)
     if args.command == "serve":
         return serve(args)
     try:
@@ -133,6 +146,10 @@ def _run_command(args: argparse.Namespace) -> int:
         from acpd.daemon.sandbox_cli import run as run_sandbox
 
         return run_sandbox(args)
+    if args.command in ("daemon", "ps", "attach"):
+        from acpd.remote.cli import run as run_remote
+
+        return run_remote(args)
     if args.command in ("tools", "audit"):
         from acpd.daemon.tools_cli import run_cli
 
@@ -147,6 +164,10 @@ def serve(args: argparse.Namespace) -> int:
     if args.max_line_bytes is not None and args.max_line_bytes < 1024:
         print("acpd: --max-line-bytes must be at least 1024", file=sys.stderr)
         return 2
+    if args.remote == "auto" or (args.remote is None and _remote_by_config(args.config)):
+        from acpd.remote.forward import run_forwarder
+
+        return run_forwarder(args)
     fds = reserve_stdio()
     from acpd.sandbox.status import prewarm
 
@@ -180,6 +201,12 @@ def serve(args: argparse.Namespace) -> int:
     )
     anyio.run(serve_stdio, fds, options, early, backend_options=backend)
     return 0
+
+
+def _remote_by_config(config: str | None) -> bool:
+    from acpd.remote.settings import serve_remote
+
+    return serve_remote(config) == "auto"
 
 
 def loop_options() -> dict[str, bool]:

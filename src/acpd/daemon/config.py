@@ -363,12 +363,32 @@ class ProtocolConfig(Section):
     """After writing to the editor, keep polling this long before sleeping (0: never)."""
 
 
+class ServeConfig(Section):
+    """`acpd serve` (issue 12): `remote = "auto"` makes every `acpd serve` a forwarder to the
+    user's shared daemon, as `--remote=auto` does (`--remote=off` overrides it)."""
+
+    remote: Literal["off", "auto"] = "off"
+
+
+class DaemonConfig(Section):
+    """The shared daemon (`acpd daemon`, acpd/remote)."""
+
+    idle_exit: float = Field(300.0, ge=0)
+    """Seconds with no connection and no running turn before the daemon exits (0: never)."""
+    detach_grace: float | None = Field(None, ge=0)
+    """Seconds a turn goes on after its editor window went away before it is cancelled.
+    None: it goes on until it needs the editor (a permission prompt, an editor file or
+    terminal call), then pauses until a window re-attaches."""
+
+
 class Config(Section):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     providers: ProvidersConfig = Field(default_factory=ProvidersConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     protocol: ProtocolConfig = Field(default_factory=ProtocolConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
+    serve: ServeConfig = Field(default_factory=ServeConfig)
+    daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     source: str | None = Field(None, exclude=True)
 
 

@@ -12,7 +12,7 @@ import anyio
 from acpd.daemon.confine import RulesSource, confine, editor_launch
 from acpd.daemon.errors import PeerError
 from acpd.daemon.local import QUIET_ENV, LocalFileSystem, check_cwd
-from acpd.daemon.rpc import Connection
+from acpd.daemon.rpc import EditorPeer
 from acpd.tools.capabilities import (
     CommandRequest,
     CommandResult,
@@ -35,7 +35,7 @@ class EditorFileSystem:
     """Reads and writes through the editor where it said it can, locally otherwise."""
 
     def __init__(
-        self, conn: Connection, session_id: str, *, can_read: bool, can_write: bool
+        self, conn: EditorPeer, session_id: str, *, can_read: bool, can_write: bool
     ) -> None:
         self._conn = conn
         self._session_id = session_id
@@ -99,7 +99,7 @@ class EditorTerminalRunner:
     """
 
     def __init__(
-        self, conn: Connection, session_id: str, *, poll_interval: float = POLL_INTERVAL,
+        self, conn: EditorPeer, session_id: str, *, poll_interval: float = POLL_INTERVAL,
         fallback: CommandRunner | None = None, on_silent: Callable[[], None] | None = None,
         create_timeout: float = TERMINAL_TIMEOUT, rules: RulesSource | None = None,
     ) -> None:

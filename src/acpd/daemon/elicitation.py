@@ -22,7 +22,7 @@ from acpd.daemon.errors import PeerError
 from acpd.tools.spec import FormAnswer
 
 if TYPE_CHECKING:
-    from acpd.daemon.rpc import Connection
+    from acpd.daemon.rpc import EditorPeer
 
 log = logging.getLogger("acpd.elicitation")
 
@@ -39,7 +39,7 @@ def client_takes_forms(raw_caps: Mapping[str, Any]) -> bool:
 class EditorForms:
     """The form capability a tool gets (tools/spec.py `Elicit`) for one session."""
 
-    def __init__(self, conn: Connection, session_id: str) -> None:
+    def __init__(self, conn: EditorPeer, session_id: str) -> None:
         self.conn = conn
         self.session_id = session_id
 

@@ -125,6 +125,8 @@ class EarlyStart:
     client: ClientCaps | None
     """Set when initialize was answered here."""
     eof: bool = False
+    first_line: bytes = b""
+    """The initialize line answered here (the shared daemon's forwarder passes it on)."""
 
 
 def answer_first_initialize(fds: ProtocolFds, *, image: bool = False) -> EarlyStart:
@@ -158,4 +160,4 @@ def answer_first_initialize(fds: ProtocolFds, *, image: bool = False) -> EarlySt
         # The editor is not reading (EPIPE): the event loop's writer meets the same error,
         # says so in the log and drains; the daemon still ends at stdin EOF.
         print(f"acpd: cannot write to the editor: {exc}", file=sys.stderr)
-    return EarlyStart(rest, client)
+    return EarlyStart(rest, client, first_line=line)

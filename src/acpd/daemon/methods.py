@@ -7,6 +7,7 @@ module imports what it needs at the top: a handler pays no import on its way.
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from collections.abc import Awaitable, Callable
@@ -21,7 +22,7 @@ from acpd.daemon.elicitation import EditorForms, client_takes_forms
 from acpd.daemon.errors import SessionBusy, SessionNotFound
 from acpd.daemon.interrupted import close_interrupted
 from acpd.daemon.local import LocalCommandRunner, ProcessGroups
-from acpd.daemon.prompting import run_prompt
+from acpd.daemon.prompting import prompt_text, run_prompt
 from acpd.daemon.rpc import Connection, Reply
 from acpd.daemon.session import Session
 from acpd.daemon.session_info import rfc3339, send_info
@@ -32,12 +33,16 @@ from acpd.mcpclient.hub import McpSessions
 from acpd.protocol import acp
 from acpd.protocol.errors import invalid_params
 from acpd.providers.base import Message
+from acpd.remote import reattach
+from acpd.remote.link import SessionLink
 from acpd.tools.overflow import SessionOverflow
 from acpd.tools.pipeline import CallEnv
 
 if TYPE_CHECKING:
     from acpd.daemon.agent import Runtime
     from acpd.daemon.handshake import ClientCaps
+    from acpd.daemon.rpc import EditorPeer
+    from acpd.remote.hub import Hub
     from acpd.tools.capabilities import CommandRunner
 
 MODE_NAMES = {
@@ -53,18 +58,25 @@ their cards and write their tool results before it closes the store."""
 
 class SessionMethods:
     """One per connection, built once the runtime is loaded. `client` returns the
-    capabilities negotiated by the latest `initialize`."""
+    capabilities negotiated by the latest `initialize`. `hub`: the shared daemon's (see
+    acpd/remote/hub.py), which owns the turns, the commands and who drives which session."""
 
-    def __init__(self, conn: Connection, rt: Runtime, client: Callable[[], ClientCaps]) -> None:
+    def __init__(
+        self, conn: Connection, rt: Runtime, client: Callable[[], ClientCaps],
+        hub: Hub | None = None,
+    ) -> None:
         self.conn = conn
+        self.hub = hub
         self.rt = rt
         self.client = client
         self.sessions: dict[str, Session] = {}
         self.stopping = False
         """Set when the daemon stops: no new session work starts."""
-        self.groups = ProcessGroups()
+        self.groups = hub.groups if hub is not None else ProcessGroups()
         """The local commands running for this connection (all ended by its stop)."""
-        self.mcp = McpSessions(rt.config.mcp, conn.start_soon, self.groups)
+        self.mcp = hub.mcp if hub is not None else McpSessions(
+            rt.config.mcp, conn.start_soon, self.groups
+        )
         """The sessions' MCP servers (acpd/mcpclient), started at their first prompt."""
         self.table: dict[str, Callable[[Any], Awaitable[Any]]] = {
             "session/new": self.new_session,
@@ -115,6 +127,11 @@ class SessionMethods:
     async def load_session(self, params: Any) -> dict[str, Any]:
         """Replay the whole history, the commands included, and only then answer."""
         req = acp.LoadSessionRequest.model_validate(params)
+        running = reattach.claim(self, req)
+        reattach.missed(self, req.session_id)  # a load replays all: nothing else is owed
+        if running is not None:  # its turn runs on: replay what is stored, then follow it
+            await reattach.replay_and_release(self, running, 0)
+            return self._state(running)
         session, _ = await self._reopen_with_roots(req)
         shown = replay_mode(self.client())  # its terminals as this client shows them
         for update in replay(self.rt.store.updates(session.id), shown):
@@ -125,10 +142,19 @@ class SessionMethods:
 
     async def resume_session(self, params: Any) -> Reply:
         req = acp.ResumeSessionRequest.model_validate(params)
+        running = reattach.claim(self, req)
+        missed = reattach.missed(self, req.session_id)
+        if running is not None:
+            live = running
+            return Reply(self._state(live), lambda: reattach.replay_and_release(self, live, missed))
         session, closed = await self._reopen_with_roots(req)
         announce = self._announce(session)
 
         async def then() -> None:
+            if missed is not None:  # what its turn did after the window went away
+                shown = replay_mode(self.client())
+                for update in replay(self.rt.store.updates(session.id)[missed:], shown):
+                    await session.send(update)
             for update in closed:  # no replay: the editor still shows these cards open
                 await session.send(update)
             await announce()
@@ -187,11 +213,18 @@ class SessionMethods:
         session.close()
         await session.idle.wait()
         self.sessions.pop(session.id, None)
+        if self.hub is not None:
+            self.hub.disown(session.id)
         await self.mcp.detach(session.id)
         return {}
 
     async def delete_session(self, params: Any) -> dict[str, Any]:
         session_id = acp.SessionRequest.model_validate(params).session_id
+        if self.hub is not None:
+            owner = self.hub.owners.get(session_id)
+            if session_id in self.hub.detached or owner not in (None, self):
+                raise SessionBusy(f"session {session_id} is in use by another editor window")
+            self.hub.disown(session_id)
         live = self.sessions.pop(session_id, None)
         if live is not None:
             live.close()
@@ -210,10 +243,13 @@ class SessionMethods:
 
     def _open(self, session_id: str, cwd: str, mode: str, model: str | None) -> Session:
         rt = self.rt
-        session = Session(session_id, cwd, mode, model, self.conn, rt.store)
+        peer: EditorPeer = SessionLink(self.conn, self.client) if self.hub else self.conn
+        session = Session(session_id, cwd, mode, model, peer, rt.store)
         session.approvals = rt.toolkit.approvals.for_workspace(cwd)
         session.tools = rt.toolkit.settings.new_state()
         self.sessions[session_id] = session
+        if self.hub is not None:
+            self.hub.own(self, session)
         return session
 
     def _announce(self, session: Session) -> Callable[[], Awaitable[None]]:
@@ -324,7 +360,17 @@ class SessionMethods:
             # Once per daemon, where the user looks: a broken filters.toml must not go unseen.
             await session.say(problems + "\n\n")
         await self._tell_store_problem(session)
-        stop = await run_prompt(session, req.prompt, rt, self._env(session))
+        env = self._env(session)
+        if isinstance(session.conn, SessionLink) and session.conn.followers:
+            said = updates.message_chunk("user_message_chunk", prompt_text(req.prompt), None)
+            await session.conn.to_followers(
+                "session/update", {"sessionId": session.id, "update": said}
+            )
+        if self.hub is not None:  # the daemon's task: it may outlive this window
+            turn = functools.partial(run_prompt, session, req.prompt, rt, env)
+            stop = await self.hub.run_turn(session, turn)
+        else:
+            stop = await run_prompt(session, req.prompt, rt, env)
         await self._tell_store_problem(session)
         return {"stopReason": stop}
 
@@ -348,7 +394,7 @@ class SessionMethods:
         runner: CommandRunner = local
         if client.terminal and session.editor_terminal:
             runner = EditorTerminalRunner(
-                self.conn, session.id, fallback=local, on_silent=session.editor_terminal_silent,
+                session.conn, session.id, fallback=local, on_silent=session.editor_terminal_silent,
                 create_timeout=min(TERMINAL_TIMEOUT, rt.config.protocol.request_timeout),
                 rules=rules,
             )
@@ -360,7 +406,7 @@ class SessionMethods:
                 shell.max_snapshot_bytes,
             ))
         fs = EditorFileSystem(
-            self.conn, session.id,
+            session.conn, session.id,
             can_read=client.read_text_file, can_write=client.write_text_file,
         )
         return CallEnv(
@@ -368,7 +414,9 @@ class SessionMethods:
             session.tools, session.id, shell.timeout, shell.output_byte_limit,
             overflow=SessionOverflow(rt.store, session.id),
             confirm_commands=lambda: session.settings.on("confirm_commands"),
-            elicit=EditorForms(self.conn, session.id) if client_takes_forms(client.raw) else None,
+            elicit=(
+                EditorForms(session.conn, session.id) if client_takes_forms(client.raw) else None
+            ),
         )
 
 

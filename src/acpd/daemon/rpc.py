@@ -80,6 +80,20 @@ class Renderer(Protocol):
         ...
 
 
+class EditorPeer(Protocol):
+    """What a session needs of its editor: the connection itself, or, in the shared daemon,
+    a link that follows the session from window to window (acpd/remote/link.py)."""
+
+    @property
+    def input_closed(self) -> bool: ...
+
+    async def notify(self, method: str, params: Any) -> None: ...
+
+    async def request(
+        self, method: str, params: Any, *, timeout: float | None = 30.0  # noqa: ASYNC109
+    ) -> Any: ...
+
+
 RequestHandler = Callable[[str, Any], Awaitable[Any]]
 NotificationHandler = Callable[[str, Any], Awaitable[None]]
 

@@ -19,7 +19,7 @@ from acpd.tools.spec import ToolCallView
 from acpd.tools.state import SessionTools
 
 if TYPE_CHECKING:
-    from acpd.daemon.rpc import Connection
+    from acpd.daemon.rpc import EditorPeer
     from acpd.daemon.store import SessionStore
     from acpd.daemon.terminal_stream import TerminalStreams
     from acpd.providers.base import Message, Provider
@@ -46,7 +46,7 @@ class Session:
     cwd: str
     mode: str
     model: str | None
-    conn: Connection
+    conn: EditorPeer
     store: SessionStore
     history: list[Message] = field(default_factory=list)
     title: str | None = None
@@ -64,6 +64,8 @@ class Session:
     """Switches, extra roots and running cost, stored with the session (daemon/settings.py)."""
     terminals: TerminalStreams | None = None
     """Live output of the commands acpd runs itself (daemon/terminal_stream.py)."""
+    running: dict[str, str] = field(default_factory=dict)
+    """Titles of the tool calls not yet finished, by id (`acpd ps` shows them)."""
 
     def __post_init__(self) -> None:
         self.idle.set()
@@ -96,6 +98,10 @@ class Session:
         if self.terminals is not None:
             self.terminals.decorate(view, update, first=first)
         final = view.status in ("completed", "failed")
+        if final:
+            self.running.pop(view.tool_call_id, None)
+        else:
+            self.running[view.tool_call_id] = view.title
         if first or final:
             self.store.append_update(self.id, updates.without_terminals(update))
         await self.send(update)
@@ -130,6 +136,7 @@ class Session:
         self.idle = anyio.Event()
 
     def end_turn(self) -> None:
+        self.running.clear()
         self.machine.process(SessionEvent.TURN_END)
         self.turn_scope = None
         self.idle.set()

@@ -315,6 +315,13 @@ class SessionStore:
     def updates(self, session_id: str) -> list[dict[str, Any]]:
         return self._load("updates", session_id)
 
+    def update_count(self, session_id: str) -> int:
+        """How many updates are stored for the session (what a replay would send)."""
+        row = self._db.execute(
+            "SELECT count(*) FROM updates WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return int(row[0])
+
     def messages(self, session_id: str) -> list[dict[str, Any]]:
         return self._load("messages", session_id)
 
