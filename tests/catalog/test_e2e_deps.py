@@ -66,7 +66,8 @@ async def test_requires_gates_and_clear(tmp_path: Path, data_dir: Path, workspac
 async def test_deadlock_sends_every_tool(tmp_path: Path, data_dir: Path, workspace: Path) -> None:
     tools = ["read", "list_directory", "find_path", "grep", "write", "edit", "bash",
              "create_directory", "delete_path", "move_path", "copy_path", "update_plan",
-             "read_overflow", "fetch", "web_scrape", "diagnostics", "ask_user"]
+             "read_overflow", "fetch", "web_scrape", "diagnostics", "ask_user",
+             "memory_save", "memory_search", "load_skill", "scheduler", "compress_context"]
     rules = "".join(
         f'[agent.catalog.dependencies.rules.{t}]\nrequires = ["deploy_approval"]\n'
         for t in tools
