@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from acpd.policy.parse import Redirect, Script, SimpleCommand
+from acpd.policy.script import Redirect, Script, SimpleCommand
 
 _LINE = re.compile(r"[A-Za-z0-9_./:=,+^ \t'\"&|;<>~*?-]*")
 _TOKEN = re.compile(
