@@ -35,11 +35,53 @@ _NAME = re.compile(r"[A-Za-z_./~][A-Za-z0-9_./-]*")
 _MAX_CHARS = 1024
 
 
+_PLAIN_LINE = re.compile(r"[A-Za-z0-9_./:=,+^ \t~*?|;-]*(?:&&[A-Za-z0-9_./:=,+^ \t~*?|;-]*)*")
+"""A line without quotes, redirects or a lone `&`: its tokens are `_PLAIN_TOKEN`s."""
+_PLAIN_TOKEN = re.compile(r"&&|\|\||[|;]|[^ \t|;&]+")
+
+
 def parse_simple(source: str) -> Script | None:
     """The Script of a plain line, or None when the line needs the full parser."""
-    if len(source) > _MAX_CHARS or not _LINE.fullmatch(source) or "<<" in source \
-            or "<>" in source:
+    if len(source) > _MAX_CHARS:
         return None
+    if _PLAIN_LINE.fullmatch(source):
+        return _plain_words(source)
+    if not _LINE.fullmatch(source) or "<<" in source or "<>" in source:
+        return None
+    return _tokens(source)
+
+
+def _plain_words(source: str) -> Script | None:
+    """A line of plain words and `&&`, `||`, `|`, `;` (no quote, no redirect): the same
+    Script `_tokens` makes, from one `findall`."""
+    commands: list[SimpleCommand] = []
+    words: list[str] | None = None
+    last_op = ";"
+    for tok in _PLAIN_TOKEN.findall(source):
+        if tok in _OPERATORS:
+            if words is None:
+                return None  # an empty command: a syntax error
+            words = None
+            last_op = tok
+            continue
+        if words is None:
+            if tok in _RESERVED or not _NAME.fullmatch(tok):
+                return None  # a keyword, a declaration, an assignment or a glob name
+            words = [tok]
+            commands.append(SimpleCommand(words))
+        else:
+            if tok[0] == "=":
+                return None  # tree-sitter reads `==`, `=~` as test operators even here
+            words.append(tok)
+    if words is None and commands and last_op != ";":
+        return None  # ends with `&&`, `||` or `|`
+    return Script(commands)
+
+
+_OPERATORS = frozenset({"&&", "||", "|", ";"})
+
+
+def _tokens(source: str) -> Script | None:
     script = Script()
     commands = script.commands
     cmd: SimpleCommand | None = None

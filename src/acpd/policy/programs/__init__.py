@@ -79,10 +79,12 @@ def _model(name: str, argv: tuple[str, ...]) -> Model | None:
 
 
 def _positionals(prog: Program, parsed: Parsed, m: Model) -> None:
-    pos = [p for p in parsed.positionals if p != "-"]
     kind = prog.positionals
-    recursive = parsed.role("recursive") or any(
-        "recurse".startswith(v) and v for v in parsed.values("-d", "--directories"))
+    if kind == "text" or kind == "custom":
+        return  # nothing to say about the operands (and nothing to compute)
+    pos = [p for p in parsed.positionals if p != "-"]
+    recursive = bool(parsed.options) and (parsed.role("recursive") or any(
+        "recurse".startswith(v) and v for v in parsed.values("-d", "--directories")))
     if kind == "read":
         m.reads.extend(pos)
         if recursive:
