@@ -46,6 +46,7 @@ MAX_COMMANDS = 2000
 MAX_PATH_CHARS = 4096
 _SAFE_REDIRECT_TARGET = re.compile(r"^(\d+|-)$")
 _plain = PLAIN.fullmatch
+_CD_NAMES = frozenset({"cd", "pushd", "builtin", "command"})
 
 
 class CompiledPolicy(CommandJudge, VariableJudge):
@@ -145,9 +146,10 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         try:
             if not check_text(command, self.settings.max_command_bytes, out):
                 return out
-            for source in variants(command):
+            for k, source in enumerate(variants(command)):
                 ctx.cwds = [cwd]
-                ctx.scope = contexts.Scope()
+                if k:
+                    ctx.scope = contexts.Scope()
                 self._source(source, ctx, 0)
         except budget_mod.OverBudget:
             out.add("ask", "input.over-budget", "the command took too long to judge (over the "
@@ -227,6 +229,9 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         words' values, globs expanded (`cd .gi*`)."""
         for cmd in script.commands:
             words = cmd.words
+            if not words or (words[0] not in _CD_NAMES and "'" not in words[0]
+                             and '"' not in words[0]):
+                continue  # its value (if it has one) is itself: not a cd
             while len(words) > 1 and simple_value(words[0]) in ("builtin", "command"):
                 words = words[1:]
             if len(words) < 2 or simple_value(words[0]) not in ("cd", "pushd"):

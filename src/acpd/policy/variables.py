@@ -13,6 +13,9 @@ from acpd.policy.linectx import MAX_ARGV_COMBOS, Ctx, glob_alternatives
 from acpd.policy.words import DYN, Env, expand, expand_segments, simple_value
 
 
+_SCOPE_NAMES = frozenset({"command", "builtin", *contexts.ASSIGNERS})
+
+
 class VariableJudge:
     """The variable side of judging a line; `blocked_env` is set by `CompiledPolicy`."""
 
@@ -65,9 +68,12 @@ class VariableJudge:
             if cmd.function is not None:
                 scope.positional_tainted = True
             words = cmd.words
-            if len(words) > 256:  # `_builtin` asks for so many operands
+            if not words or len(words) > 256:  # `_builtin` asks for so many operands
                 continue
-            first = simple_value(words[0]) if words else None
+            first = words[0]
+            if first not in _SCOPE_NAMES and "'" not in first and '"' not in first:
+                continue  # its value (if it has one) is itself: no builtin that assigns
+            first = simple_value(first)
             while first in ("command", "builtin") and len(words) > 1:
                 words = words[1:]
                 first = simple_value(words[0])
