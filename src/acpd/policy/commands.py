@@ -113,13 +113,14 @@ class CommandJudge:
             if not args:
                 self._path(ctx.home, "read", ctx)
         vopts, spec_scan, has_paths = self._value_options(base)
-        sc = scan(args, vopts)
         mdl = programs.model(base, args) if programs.known(base) else None
         spec_ok = ctx.sandboxed or (mdl is not None and not mdl.unknown)
-        allowed, trusted_only, unmodeled = self._rules(base, args, sc, vopts, ctx, spec_ok)
+        allowed, trusted_only, unmodeled, sc = self._rules(base, args, vopts, ctx, spec_ok)
         if mdl is not None:
             self._apply_model(mdl, ctx)
         elif has_paths:
+            if spec_scan and sc is None:
+                sc = scan(args, vopts)
             pa = path_args(base, args, sc if spec_scan else None)
             for r in pa.reads:
                 self._path(r, "read", ctx)
@@ -265,27 +266,29 @@ class CommandJudge:
             self._candidates[base] = found
         return found
 
-    def _rules(self, base: str, args: list[str], sc: Scan, vopts: frozenset[str],
-               ctx: _Ctx, spec_ok: bool) -> tuple[bool, bool, bool]:
+    def _rules(self, base: str, args: list[str], vopts: frozenset[str], ctx: _Ctx,
+               spec_ok: bool) -> tuple[bool, bool, bool, Scan | None]:
         """Apply every matching rule; return (some allow matched, that allow is trusted-only,
-        an allow `modeled = true` did not apply because the spec does not model the argv)."""
+        an allow `modeled = true` did not apply because the spec does not model the argv,
+        the scan of the arguments when a rule needed one)."""
         candidates = self._candidates_for(base)
         if ctx.only_rule is not None:
             candidates = tuple(cr for cr in candidates if cr is ctx.only_rule)
         allowed = False
         trusted_only = True
         unmodeled = False
+        sc: Scan | None = None
         if not candidates and not self.glob_rules:
-            return False, False, False
-        pos = sc.positionals
-        head = pos[0] if pos else None
-        no_options = not sc.options
+            return False, False, False, None
         for cr in candidates:
-            if cr.heads is not None and head not in cr.heads:
-                continue  # no subcommand of the rule can match
-            if no_options and cr.needs_options:
-                continue  # (with no option scanned, the global prefix has none either)
-            if not cr.unconditional:
+            if not cr.unconditional:  # (an unconditional rule has no head and no option)
+                if sc is None:  # only rules with conditions look at the arguments
+                    sc = scan(args, vopts)
+                if cr.heads is not None and (sc.positionals[0] if sc.positionals else None) \
+                        not in cr.heads:
+                    continue  # no subcommand of the rule can match
+                if cr.needs_options and not sc.options:
+                    continue  # (with no option scanned, the global prefix has none either)
                 if cr.rule.check is not None and ctx.cctx is None:
                     ctx.cctx = CheckContext(ctx.cwd, ctx.roots)
                 if not rule_matches(cr, base, args, sc, ctx.cctx, vopts):
@@ -312,7 +315,7 @@ class CommandJudge:
                     else:
                         ctx.out.add(grule.action, label,
                                     f"{base} matches {grule.action} pattern {grule.pattern!r}")
-        return allowed, (trusted_only and allowed), unmodeled and not allowed
+        return allowed, (trusted_only and allowed), unmodeled and not allowed, sc
 
 
 def _links(mdl: programs.Model, ctx: _Ctx) -> list[str]:

@@ -310,7 +310,7 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         out = ctx.out
         bracket = False
         for k, word in enumerate(argv):
-            if not k & 255:
+            if k & 255 == 255:  # (`_simple` checked just before the first)
                 budget_mod.check()
             if "[" in word or "/dev/" in word:
                 self._word_checks(word, ctx)
