@@ -9,13 +9,8 @@ the limits of `words` and `braces`) raise `TooComplex`, which ends the same way.
 
 The budget counts the CPU time of the judging thread (`time.thread_time`), so a decision on a
 busy machine or behind other threads waiting for the GIL is not cut short for time it did not
-use. Reading the CPU clock is a system call (about a microsecond here, a large share of a
-simple decision), so a decision reads it only once it has run PROBE_S of wall time (nearly
-every decision ends before) and then only when the cheap wall clock says the budget could be
-spent (wall time never runs slower than CPU time). At that first reading the CPU time used so
-far is taken to be the wall time elapsed, an upper bound: what the decision waited for a core
-in its first PROBE_S counts against it, so the budget is never longer than configured (at
-worst a little shorter for a decision that both waited early and runs long).
+use. The thread's CPU clock is read when the decision starts and then only when the cheap wall
+clock says the budget could be spent (wall time never runs slower than CPU time).
 The checks stop work at CHECKED_SHARE of the budget, so that what runs between two checks
 and the answer itself fit in the rest.
 
@@ -41,8 +36,6 @@ import time
 from typing import Any
 
 CHECKED_SHARE = 0.7
-PROBE_S = 0.002
-"""Wall time after which a decision first reads its thread's CPU clock."""
 
 class _Local(threading.local):
     budget: _Budget | None = None
@@ -76,16 +69,13 @@ def _gc_clock(phase: str, _info: dict[str, Any]) -> None:
 class _Budget:
     """One decision's budget (a plain slotted class: made once per decision, on the hot path)."""
 
-    __slots__ = ("allowed", "cpu_start", "gc_spent", "gc_started", "next_look", "wall_start")
+    __slots__ = ("allowed", "cpu_start", "gc_spent", "gc_started", "next_look")
 
-    def __init__(self, wall_start: float, allowed: float) -> None:
-        self.wall_start = wall_start
-        self.cpu_start: float | None = None
-        """The thread's CPU clock at the start, as charged (see the module docstring); None
-        until the first reading."""
+    def __init__(self, cpu_start: float, allowed: float, next_look: float) -> None:
+        self.cpu_start = cpu_start
         self.allowed = allowed
         """Seconds of this thread's CPU time the decision may use."""
-        self.next_look = wall_start + min(allowed, PROBE_S)
+        self.next_look = next_look
         """No check before this wall-clock time can find the budget spent."""
         self.gc_spent = 0.0
         self.gc_started = 0.0
@@ -98,7 +88,7 @@ def start(budget_ms: float) -> _Budget | None:
     if previous is not None:
         return previous  # a nested judge spends the outer decision's budget
     allowed = max(0.0, budget_ms) * CHECKED_SHARE / 1000.0
-    _local.budget = _Budget(_perf_counter(), allowed)
+    _local.budget = _Budget(_thread_time(), allowed, _perf_counter() + allowed)
     return None
 
 
@@ -143,10 +133,7 @@ def expired() -> bool:
 
 def _spent(current: _Budget, now: float) -> bool:
     """The wall clock says the budget could be spent: read the CPU clock."""
-    cpu = _thread_time()
-    if current.cpu_start is None:  # the first reading: charge the wall time so far
-        current.cpu_start = cpu - (now - current.wall_start)
-    used = cpu - current.cpu_start - current.gc_spent
+    used = _thread_time() - current.cpu_start - current.gc_spent
     if used >= current.allowed:
         return True
     # Not spent yet (the thread waited, or the collector ran): look again when it could be.

@@ -21,9 +21,10 @@ import shutil
 from typing import TYPE_CHECKING
 
 from acpd.policy import effects, programs, treescan
-from acpd.policy.argspec import Scan, path_args, scan, spec_for
+from acpd.policy.argspec import Scan, path_args, scan
 from acpd.policy.blocklist import BLOCKED_BUILTINS, SHELLS
 from acpd.policy.checks import CHECKS, CheckContext
+from acpd.policy.programtable import ProgramTable
 from acpd.policy.rulematch import GLOB, CompiledRule, rule_matches
 from acpd.policy.rules import GlobRule, Settings
 from acpd.policy.sandbox import inside, resolve
@@ -52,8 +53,7 @@ class CommandJudge:
     grammar: dict[str, frozenset[str]]
     _by_name: dict[str, list[CompiledRule]]
     _glob_rules: list[CompiledRule]
-    _vopts: dict[str, tuple[frozenset[str], bool, bool]]
-    _candidates: dict[str, tuple[CompiledRule, ...]]
+    table: ProgramTable
 
     def _path(self, raw: str, mode: str, ctx: _Ctx, *, redirect: bool = False,
               entry: str | None = None) -> None:
@@ -85,10 +85,12 @@ class CommandJudge:
             if os.path.dirname(full) not in SYSTEM_BIN:
                 cap_allow = True
                 out.add("ask", "command.path", f"{name} is not a system program")
-        if base in BLOCKED_BUILTINS:
+        entry = self.table.get(base)
+        special = entry.special
+        if special and base in BLOCKED_BUILTINS:
             out.add("deny", f"blocklist.builtin.{base}", f"blocked: {BLOCKED_BUILTINS[base]}")
             return
-        if base in self.blocked:
+        if special and base in self.blocked:
             out.add("deny", f"blocklist.command.{base}", f"blocked command {base}")
         args = argv[1:]
         if base in ctx.functions:
@@ -96,29 +98,17 @@ class CommandJudge:
                 return
             out.add("ask", "function.shadows-program",
                     f"a function named {base} shadows the program; judged as both")
-        if base in SHELLS:
-            if args:
-                self._path(args[0], "read", ctx)
-                self._workspace_script(f"{base} {args[0]}", ctx, args[0])
+        if special and self._special(base, args, ctx):
             return
-        if base in self.network and not self.settings.allow_network:
-            out.add("deny", "network", f"{base} reaches the network (allow_network = false); "
-                    "use the fetch tool")
-        if base == "cd" or base == "pushd":
-            target = args[0] if args else ctx.home
-            if DYN not in target and target != "-":
-                new = os.path.normpath(os.path.join(ctx.cwd, target))
-                if new not in ctx.cwds:
-                    ctx.cwds.append(new)
-            if not args:
-                self._path(ctx.home, "read", ctx)
-        vopts, spec_scan, has_paths = self._value_options(base)
-        mdl = programs.model(base, args) if programs.known(base) else None
+        vopts = entry.vopts
+        mdl = programs.model(base, args) if entry.modeled else None
         spec_ok = ctx.sandboxed or (mdl is not None and not mdl.unknown)
-        allowed, trusted_only, unmodeled, sc = self._rules(base, args, vopts, ctx, spec_ok)
+        allowed, trusted_only, unmodeled, sc = self._rules(base, args, entry.candidates,
+                                                           vopts, ctx, spec_ok)
         if mdl is not None:
             self._apply_model(mdl, ctx)
-        elif has_paths:
+        elif entry.has_paths:
+            spec_scan = entry.spec_scan
             if spec_scan and sc is None:
                 sc = scan(args, vopts)
             pa = path_args(base, args, sc if spec_scan else None)
@@ -133,7 +123,7 @@ class CommandJudge:
         if unmodeled:
             what = "; ".join(mdl.unknown[:3]) if mdl else f"{base} has no argument spec"
             out.add("ask", "spec.unmodeled", f"not modelled by the argument spec: {what}")
-        if DYN in args and base in self.conditioned:
+        if entry.conditioned and DYN in args:
             out.add("ask", "command.dynamic-argument",
                     f"an argument of {base} is not known before running")
         if not allowed:
@@ -144,11 +134,32 @@ class CommandJudge:
                 not ctx.sandboxed or ctx.trust == "untrusted"):
             out.add("ask", "trust.workspace-code", f"{base} runs workspace code; the workspace "
                     "is not trusted")
-        elif self.allowed is not None and base not in self.allowed:
+        elif entry.outside_overlay:
             out.add("ask", "overlay.allowed-commands",
                     f"{base} is not in the plugins' allowed commands")
         if mdl is not None:
             self._model_effects(mdl, ctx)
+
+    def _special(self, base: str, args: list[str], ctx: _Ctx) -> bool:
+        """Shells, network programs, cd: their own findings; True when judged in full."""
+        out = ctx.out
+        if base in SHELLS:
+            if args:
+                self._path(args[0], "read", ctx)
+                self._workspace_script(f"{base} {args[0]}", ctx, args[0])
+            return True
+        if base in self.network and not self.settings.allow_network:
+            out.add("deny", "network", f"{base} reaches the network (allow_network = false); "
+                    "use the fetch tool")
+        if base == "cd" or base == "pushd":
+            target = args[0] if args else ctx.home
+            if DYN not in target and target != "-":
+                new = os.path.normpath(os.path.join(ctx.cwd, target))
+                if new not in ctx.cwds:
+                    ctx.cwds.append(new)
+            if not args:
+                self._path(ctx.home, "read", ctx)
+        return False
 
     def _is_program(self, name: str) -> bool:
         return (name in self.command_names or programs.known(name) or name in WRAPPERS
@@ -235,43 +246,13 @@ class CommandJudge:
             ctx.out.add("ask", "workspace.script",
                         f"{what} runs a workspace script; the workspace is not trusted")
 
-    def _value_options(self, base: str) -> tuple[frozenset[str], bool, bool]:
-        """The options of `base` that take a value; whether they are exactly those of its
-        path spec (then a scan with them is the scan `path_args` would make); whether `base`
-        has path arguments."""
-        cached = self._vopts.get(base)
-        if cached is None:
-            vopts = self.grammar.get(base, frozenset())
-            spec = spec_for(base)
-            if spec is not None:
-                vopts = vopts | spec.value_options
-            cached = (vopts, spec is not None and vopts == spec.value_options,
-                      base in _PATH_COMMANDS or spec is not None)
-            if len(self._vopts) < 4096:
-                self._vopts[base] = cached
-        return cached
-
-    def _candidates_for(self, base: str) -> tuple[CompiledRule, ...]:
-        """The rules naming `base` (by name, then by glob), in policy order."""
-        found = self._candidates.get(base)
-        if found is None:
-            candidates = list(self._by_name.get(base, ()))
-            if self._glob_rules:
-                seen = {id(cr) for cr in candidates}
-                candidates += [cr for cr in self._glob_rules if id(cr) not in seen and any(
-                    fnmatch.fnmatchcase(base, g) for g in cr.globs)]
-            found = tuple(candidates)
-            if len(self._candidates) > 4096:
-                self._candidates.clear()
-            self._candidates[base] = found
-        return found
-
-    def _rules(self, base: str, args: list[str], vopts: frozenset[str], ctx: _Ctx,
+    def _rules(self, base: str, args: list[str], candidates: tuple[CompiledRule, ...],
+               vopts: frozenset[str], ctx: _Ctx,
                spec_ok: bool) -> tuple[bool, bool, bool, Scan | None]:
-        """Apply every matching rule; return (some allow matched, that allow is trusted-only,
-        an allow `modeled = true` did not apply because the spec does not model the argv,
-        the scan of the arguments when a rule needed one)."""
-        candidates = self._candidates_for(base)
+        """Apply every rule of `candidates` (those naming `base`) that matches; return (some
+        allow matched, that allow is trusted-only, an allow `modeled = true` did not apply
+        because the spec does not model the argv, the scan of the arguments when a rule
+        needed one)."""
         if ctx.only_rule is not None:
             candidates = tuple(cr for cr in candidates if cr is ctx.only_rule)
         allowed = False

@@ -25,6 +25,7 @@ from acpd.policy.linectx import (
     recursive,
     variants,
 )
+from acpd.policy.programtable import ProgramTable
 from acpd.policy.rulematch import CompiledRule, compile_rule
 from acpd.policy.rules import Policy, PolicyError, Trust
 from acpd.policy.sandbox import (
@@ -77,7 +78,6 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         self.grammar = {k: frozenset(v.value_options) for k, v in policy.commands.items()}
         self._home = os.path.expanduser("~")
         self._vopts: dict[str, tuple[frozenset[str], bool, bool]] = {}
-        self._candidates: dict[str, tuple[CompiledRule, ...]] = {}
         self._cwd_norm: dict[str, str] = {}
         self._deny_globs = tuple((regex, g) for regex, g in self.glob_rules if g.action != "allow")
         self._path_cache: dict[tuple[tuple[str, ...], str], PathRules] = {}
@@ -85,6 +85,9 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             n for cr in self.rules if cr.rule.conditioned and cr.rule.verdict != "allow"
             for n in cr.names
         )
+        self.table = ProgramTable(self._by_name, self._glob_rules, self.grammar, self.blocked,
+                                  self.network, self.conditioned, self.allowed,
+                                  (*WRAPPERS, *contexts.ASSIGNERS))
 
     # -- public ---------------------------------------------------------------------------
 
