@@ -20,12 +20,20 @@ import re
 
 from acpd.policy.script import Redirect, Script, SimpleCommand
 
-_LINE = re.compile(r"[A-Za-z0-9_./:=,+^ \t'\"&|;<>~*?-]*")
+_PLAIN_CHARS = r"A-Za-z0-9_./:=,+^~*?\-"
+_SINGLE = "'[" + "".join(re.escape(c) for c in map(chr, range(32, 127)) if c != "'") + "\t]*'"
+"""A single-quoted string of printable ASCII: bash and tree-sitter take it as written."""
+_DOUBLE = '"[' + "".join(re.escape(c) for c in map(chr, range(32, 127))
+                        if c not in '"$`\\!') + '\t]*"'
+"""A double-quoted string with nothing bash expands or escapes in it (no `$`, backquote,
+backslash; no `!`)."""
+_LINE = re.compile(rf"(?:[{_PLAIN_CHARS} \t&|;<>]|{_SINGLE}|{_DOUBLE})*")
+_QUOTED = re.compile(rf"{_SINGLE}|{_DOUBLE}")
 _TOKEN = re.compile(
-    r"""(?P<ws>[ \t]+)
+    rf"""(?P<ws>[ \t]+)
     |(?P<op>&&|\|\||\||;)
     |(?P<red>(?P<fd>[0-9]+)?(?P<rop>&>>|&>|>>|>\||>&|<&|>|<))
-    |(?P<word>(?:[A-Za-z0-9_./:=,+^~*?-]+|'[^']*'|"[^"]*")+)""", re.VERBOSE)
+    |(?P<word>(?:[{_PLAIN_CHARS}]+|{_SINGLE}|{_DOUBLE})+)""", re.VERBOSE)
 _RESERVED = frozenset({"if", "then", "else", "elif", "fi", "case", "esac", "for", "select",
                        "while", "until", "do", "done", "in", "function", "time", "coproc",
                        "declare", "typeset", "export", "local", "readonly", "unset"})
@@ -46,8 +54,11 @@ def parse_simple(source: str) -> Script | None:
         return None
     if _PLAIN_LINE.fullmatch(source):
         return _plain_words(source)
-    if not _LINE.fullmatch(source) or "<<" in source or "<>" in source:
+    if not _LINE.fullmatch(source):
         return None
+    if ("<<" in source or "<>" in source) and (
+            "<<" in (bare := _QUOTED.sub("", source)) or "<>" in bare):
+        return None  # a here-document or a read-write redirect (quoted text aside)
     return _tokens(source)
 
 
