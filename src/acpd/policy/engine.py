@@ -280,8 +280,10 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             return
         values = [w if _plain(w) else simple_value(w) for w in words]
         if None not in values:  # every word has exactly one value: argv is known
-            if any("*" in v or "?" in v or "[" in v for v in values[1:]):  # type: ignore[operator]
-                ctx.glob_state().literal.update(values[1:])  # type: ignore[arg-type]
+            if len(values) > 1:
+                rest = "".join(values[1:])  # type: ignore[arg-type]
+                if "*" in rest or "?" in rest or "[" in rest:
+                    ctx.glob_state().literal.update(values[1:])  # type: ignore[arg-type]
             self._argv(values, ctx, depth, in_function=cmd.function)  # type: ignore[arg-type]
             return
         for argv in combos(words, env, ctx):
@@ -311,18 +313,18 @@ class CompiledPolicy(CommandJudge, VariableJudge):
 
     def _argv(self, argv: list[str], ctx: Ctx, depth: int, in_function: str | None) -> None:
         out = ctx.out
-        bracket = False
-        for k, word in enumerate(argv):
-            if k & 255 == 255:  # (`_simple` checked just before the first)
-                budget_mod.check()
-            if "[" in word or "/dev/" in word:
-                self._word_checks(word, ctx)
-                bracket = True
-        if bracket and len(argv) > 1:
-            # tree-sitter can split what bash reads as one word (`a[\$\(id\ x\)]`)
-            self._word_checks(" ".join(argv), ctx)
         if not argv:
             return
+        joined = " ".join(argv)
+        if "[" in joined or "/dev/" in joined:  # (neither holds a space: one word has it)
+            for k, word in enumerate(argv):
+                if k & 255 == 255:  # (`_simple` checked just before the first)
+                    budget_mod.check()
+                if "[" in word or "/dev/" in word:
+                    self._word_checks(word, ctx)
+            if len(argv) > 1:
+                # tree-sitter can split what bash reads as one word (`a[\$\(id\ x\)]`)
+                self._word_checks(joined, ctx)
         first = argv[0]
         if first in contexts.ASSIGNERS:
             self._builtin(argv, ctx)
