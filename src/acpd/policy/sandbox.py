@@ -310,7 +310,11 @@ def cached_realpath(path: str) -> str:
 
 def normalized_roots(roots: tuple[str, ...]) -> tuple[str, ...]:
     """Workspace roots resolved (realpath, read afresh for every decision) and normalized."""
-    return tuple(os.path.normpath(resolve(r)) for r in roots)
+    out = []
+    for root in roots:
+        real = resolve(root)
+        out.append(_normpath(real) if real.startswith("/") else os.path.normpath(real))
+    return tuple(out)
 
 
 def clear_cache() -> None:
