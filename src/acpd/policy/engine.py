@@ -99,7 +99,8 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         `budget_ms` (default `[policy] budget_ms`, 50): past it the decision stops and is at
         least ask (rule `input.over-budget`); never raises for any input."""
         budget = self.settings.budget_ms if budget_ms is None else budget_ms
-        parse_mod.warm()  # loading tree-sitter (first call only) is not the command's cost
+        if not parse_mod.ready():
+            parse_mod.warm()  # loading tree-sitter (first call only) is not the command's cost
         previous = budget_mod.start(budget)
         memo = open_decision()
         paused = len(command) > budget_mod.GC_PAUSE_CHARS
@@ -149,7 +150,9 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         try:
             if not check_text(command, self.settings.max_command_bytes, out):
                 return out
-            for k, source in enumerate(variants(command)):
+            sources = [command] if command.isascii() and "\\\n" not in command else \
+                variants(command)
+            for k, source in enumerate(sources):
                 ctx.cwds = [cwd]
                 if k:
                     ctx.scope = contexts.Scope()
@@ -277,6 +280,9 @@ class CompiledPolicy(CommandJudge, VariableJudge):
                         self._path(target, "read", ctx, redirect=True)
         words = cmd.words
         if not words:
+            return
+        if cmd.plain:  # each word is its own one value, and none is a glob
+            self._argv(words, ctx, depth, in_function=cmd.function)
             return
         values = [w if _plain(w) else simple_value(w) for w in words]
         if None not in values:  # every word has exactly one value: argv is known

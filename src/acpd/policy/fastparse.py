@@ -68,6 +68,7 @@ def _plain_words(source: str) -> Script | None:
     commands: list[SimpleCommand] = []
     words: list[str] | None = None
     last_op = ";"
+    plain = "~" not in source and "*" not in source and "?" not in source  # see words.PLAIN
     for tok in _PLAIN_TOKEN.findall(source):
         if tok in _OPERATORS:
             if words is None:
@@ -79,7 +80,7 @@ def _plain_words(source: str) -> Script | None:
             if tok in _RESERVED or not _NAME.fullmatch(tok):
                 return None  # a keyword, a declaration, an assignment or a glob name
             words = [tok]
-            commands.append(SimpleCommand(words))
+            commands.append(SimpleCommand(words, plain=plain))
         else:
             if tok[0] == "=":
                 return None  # tree-sitter reads `==`, `=~` as test operators even here

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from acpd.policy.fastparse import parse_simple
 from acpd.policy.script import Redirect, Script, SimpleCommand
-from acpd.policy.treewalk import MAX_NODES, parse_full, warm
+from acpd.policy.treewalk import MAX_NODES, parse_full, ready, warm
 
 __all__ = ["MAX_NODES", "MEMO_ENTRIES", "MEMO_MAX_CHARS", "Redirect", "Script",
-           "SimpleCommand", "clear_memo", "parse", "parse_full", "parse_memo", "warm"]
+           "SimpleCommand", "clear_memo", "parse", "parse_full", "parse_memo", "ready", "warm"]
 
 MEMO_MAX_CHARS = 4096
 MEMO_ENTRIES = 512

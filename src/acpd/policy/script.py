@@ -27,12 +27,12 @@ class Redirect:
 
 class SimpleCommand:
     __slots__ = ("assigns", "background", "fallback", "function", "heredoc", "keyword",
-                 "redirects", "start", "words")
+                 "plain", "redirects", "start", "words")
 
     def __init__(self, words: list[str], assigns: list[tuple[str, str]] | None = None,
                  redirects: list[Redirect] | None = None, function: str | None = None,
                  keyword: str | None = None, heredoc: bool = False, fallback: bool = False,
-                 background: bool = False, start: int = -1) -> None:
+                 background: bool = False, start: int = -1, plain: bool = False) -> None:
         self.words = words
         """Source text of the command name and its arguments (empty: assignments or
         redirects only)."""
@@ -49,6 +49,9 @@ class SimpleCommand:
         """Runs as (or inside) an asynchronous job `... &`: it may outlive the line."""
         self.start = start
         """Byte offset in the source (set only when the source holds a `&`)."""
+        self.plain = plain
+        """Every word is made of `words.PLAIN` characters only: each is its own one value
+        (no quote, expansion or glob), set by the fast parser when it knows."""
 
     def __repr__(self) -> str:
         return (f"SimpleCommand({self.words!r}, assigns={self.assigns!r}, "

@@ -59,6 +59,11 @@ def _parser() -> Any:
     return parser
 
 
+def ready() -> bool:
+    """Has this thread its parser already (then `warm` has nothing to do)?"""
+    return getattr(_local, "parser", None) is not None
+
+
 def warm() -> None:
     """Load tree-sitter and this thread's parser now (the first parse would otherwise)."""
     _parser()
