@@ -16,6 +16,9 @@ pipelines, 64 KiB of `;`, ...), each judged once; the worst time must stay withi
 budget (`[policy] budget_ms`, 50 ms), past which the decision is ask. The budget counts the
 judging thread's CPU time less the garbage collector's (budget.py); the figure is reported
 that way, and with the collector's time in.
+Phases: the corpus judged again cold with a timer around each phase (parse, word values,
+variables, paths, rules, argument specs, disk effects, wrappers; "other" is the walk and the
+decision's set-up), as shares of the total.
 Reload latency: a plugin.toml is rewritten on disk; the time until a decision made through the
 handle shows the new policy (watcher debounce 50 ms, step 10 ms). Raw latency: watchfiles
 alone on a directory with the same settings, write to event. Targets: median < 50 µs,
@@ -101,6 +104,75 @@ def bench_decisions(rounds: int) -> dict[str, float]:
                     f"{label}_p99_us": pct(samples, 0.99) * 1e6,
                     f"{label}_worst_us": max(samples) * 1e6}
     return figures
+
+
+PHASES: tuple[tuple[str, str, str], ...] = (
+    # (label, module or class path, attribute): the outermost phase active gets the time
+    ("parse", "acpd.policy.parse", "parse_memo"),
+    ("words", "acpd.policy.engine", "combos"),
+    ("variables", "acpd.policy.variables:VariableJudge", "_env"),
+    ("variables", "acpd.policy.variables:VariableJudge", "_scope"),
+    ("variables", "acpd.policy.engine:CompiledPolicy", "_seed_cwds"),
+    ("paths", "acpd.policy.engine:CompiledPolicy", "_path"),
+    ("rules", "acpd.policy.commands:CommandJudge", "_rules"),
+    ("spec", "acpd.policy.programs", "model"),
+    ("effects", "acpd.policy.commands:CommandJudge", "_model_effects"),
+    ("wrappers", "acpd.policy.engine", "unwrap"),
+)
+
+
+def bench_phases(rounds: int) -> tuple[float, dict[str, float]]:
+    """Where a cold decision's time goes: the corpus judged again with a timer around each
+    phase (the outermost phase running gets the time; "other" is the rest: the walk over
+    the line, per-command checks, the decision's set-up). Wrapping costs time itself, so
+    the mean is higher than the cold figure; the shares are what to read."""
+    import functools
+    import importlib
+
+    policy = compile_policy(load_base(REFERENCE)[0])
+    ws = corpus_workspace()
+    cmds = [json.loads(x)["cmd"] for x in CORPUS.read_text().splitlines() if x.strip()]
+    policy.judge("ls", cwd=ws)
+    spent: dict[str, float] = {}
+    active = [0]
+    restore: list[tuple[object, str, object]] = []
+
+    def timed(label: str, fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if active[0]:
+                return fn(*args, **kwargs)
+            active[0] = 1
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.perf_counter() - t0
+                active[0] = 0
+        return wrapper
+
+    for label, where, attr in PHASES:
+        mod_name, _, cls_name = where.partition(":")
+        owner: Any = importlib.import_module(mod_name)
+        if cls_name:
+            owner = getattr(owner, cls_name)
+        original = owner.__dict__[attr] if cls_name else getattr(owner, attr)
+        restore.append((owner, attr, original))
+        setattr(owner, attr, timed(label, original))
+    total = 0.0
+    try:
+        for _ in range(rounds):
+            for cmd in cmds:
+                empty_memos()
+                t0 = time.perf_counter()
+                policy.judge(cmd, cwd=ws, roots=(ws,))
+                total += time.perf_counter() - t0
+    finally:
+        for owner, attr, original in reversed(restore):
+            setattr(owner, attr, original)
+    spent["other"] = total - sum(spent.values())
+    n = rounds * len(cmds)
+    return total / n * 1e6, {k: v / total for k, v in sorted(spent.items(), key=lambda kv: -kv[1])}
 
 
 CAP = 65536
@@ -279,6 +351,10 @@ def main() -> int:
           f"{dec['parse_median_us']:.1f} µs; judge/parse ratio cold "
           f"{dec['cold_median_us'] / dec['parse_median_us']:.1f}x, warm "
           f"{dec['warm_median_us'] / dec['parse_median_us']:.1f}x")
+    mean_us, shares = bench_phases(max(1, args.rounds // 4))
+    print(f"where cold decisions' time goes (the corpus again with each phase timed, shares "
+          f"of the total; mean {mean_us:.1f} µs a decision with the timers): "
+          + ", ".join(f"{label} {share * 100:.0f} %" for label, share in shares.items()))
     h = bench_hostile()
     worst, budget = float(h["worst_ms"]), float(h["budget_ms"])
     print(f"hostile inputs up to the 64 KiB cap (each judged 3 times): worst judge time "
