@@ -18,7 +18,7 @@ judging thread's CPU time less the garbage collector's (budget.py); the figure i
 that way, and with the collector's time in.
 Phases: the corpus judged again cold with a timer around each phase (parse, word values,
 variables, paths, rules, argument specs, disk effects, wrappers; "other" is the walk and the
-decision's set-up), as shares of the total.
+decision's set-up), the median over the decisions of each.
 Reload latency: a plugin.toml is rewritten on disk; the time until a decision made through the
 handle shows the new policy (watcher debounce 50 ms, step 10 ms). Raw latency: watchfiles
 alone on a directory with the same settings, write to event. Targets: median < 50 µs,
@@ -121,11 +121,12 @@ PHASES: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def bench_phases(rounds: int) -> tuple[float, dict[str, float]]:
+def bench_phases(rounds: int) -> dict[str, float]:
     """Where a cold decision's time goes: the corpus judged again with a timer around each
     phase (the outermost phase running gets the time; "other" is the rest: the walk over
-    the line, per-command checks, the decision's set-up). Wrapping costs time itself, so
-    the mean is higher than the cold figure; the shares are what to read."""
+    the line, per-command checks, the decision's set-up). Per phase, the median over the
+    decisions of its time in µs (medians: a decision preempted on a busy machine does not
+    move them); "total" is the median decision with the timers, which cost time themselves."""
     import functools
     import importlib
 
@@ -151,6 +152,8 @@ def bench_phases(rounds: int) -> tuple[float, dict[str, float]]:
                 active[0] = 0
         return wrapper
 
+    labels = ["total", "other", *dict.fromkeys(label for label, _, _ in PHASES)]
+    samples: dict[str, list[float]] = {label: [] for label in labels}
     for label, where, attr in PHASES:
         mod_name, _, cls_name = where.partition(":")
         owner: Any = importlib.import_module(mod_name)
@@ -159,20 +162,22 @@ def bench_phases(rounds: int) -> tuple[float, dict[str, float]]:
         original = owner.__dict__[attr] if cls_name else getattr(owner, attr)
         restore.append((owner, attr, original))
         setattr(owner, attr, timed(label, original))
-    total = 0.0
     try:
         for _ in range(rounds):
             for cmd in cmds:
                 empty_memos()
+                spent.clear()
                 t0 = time.perf_counter()
                 policy.judge(cmd, cwd=ws, roots=(ws,))
-                total += time.perf_counter() - t0
+                total = time.perf_counter() - t0
+                spent["total"] = total
+                spent["other"] = total - sum(v for k, v in spent.items() if k != "total")
+                for label in labels:
+                    samples[label].append(spent.get(label, 0.0))
     finally:
         for owner, attr, original in reversed(restore):
             setattr(owner, attr, original)
-    spent["other"] = total - sum(spent.values())
-    n = rounds * len(cmds)
-    return total / n * 1e6, {k: v / total for k, v in sorted(spent.items(), key=lambda kv: -kv[1])}
+    return {label: statistics.median(v) * 1e6 for label, v in samples.items()}
 
 
 CAP = 65536
@@ -351,10 +356,11 @@ def main() -> int:
           f"{dec['parse_median_us']:.1f} µs; judge/parse ratio cold "
           f"{dec['cold_median_us'] / dec['parse_median_us']:.1f}x, warm "
           f"{dec['warm_median_us'] / dec['parse_median_us']:.1f}x")
-    mean_us, shares = bench_phases(max(1, args.rounds // 4))
-    print(f"where cold decisions' time goes (the corpus again with each phase timed, shares "
-          f"of the total; mean {mean_us:.1f} µs a decision with the timers): "
-          + ", ".join(f"{label} {share * 100:.0f} %" for label, share in shares.items()))
+    phases = bench_phases(max(1, args.rounds // 4))
+    print(f"where a cold decision's time goes (the corpus again with each phase timed; median "
+          f"µs a decision; total {phases.pop('total'):.1f} µs with the timers): "
+          + ", ".join(f"{label} {us:.1f}" for label, us in
+                      sorted(phases.items(), key=lambda kv: -kv[1])))
     h = bench_hostile()
     worst, budget = float(h["worst_ms"]), float(h["budget_ms"])
     print(f"hostile inputs up to the 64 KiB cap (each judged 3 times): worst judge time "
