@@ -77,7 +77,6 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         )
         self.grammar = {k: frozenset(v.value_options) for k, v in policy.commands.items()}
         self._home = os.path.expanduser("~")
-        self._vopts: dict[str, tuple[frozenset[str], bool, bool]] = {}
         self._cwd_norm: dict[str, str] = {}
         self._deny_globs = tuple((regex, g) for regex, g in self.glob_rules if g.action != "allow")
         self._path_cache: dict[tuple[tuple[str, ...], str], PathRules] = {}
