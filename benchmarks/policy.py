@@ -16,6 +16,9 @@ pipelines, 64 KiB of `;`, ...), each judged once; the worst time must stay withi
 budget (`[policy] budget_ms`, 50 ms), past which the decision is ask. The budget counts the
 judging thread's CPU time less the garbage collector's (budget.py); the figure is reported
 that way, and with the collector's time in.
+Phases: the corpus judged again cold with a timer around each phase (parse, word values,
+variables, paths, rules, argument specs, disk effects, wrappers; "other" is the walk and the
+decision's set-up), the median over the decisions of each.
 Reload latency: a plugin.toml is rewritten on disk; the time until a decision made through the
 handle shows the new policy (watcher debounce 50 ms, step 10 ms). Raw latency: watchfiles
 alone on a directory with the same settings, write to event. Targets: median < 50 µs,
@@ -101,6 +104,80 @@ def bench_decisions(rounds: int) -> dict[str, float]:
                     f"{label}_p99_us": pct(samples, 0.99) * 1e6,
                     f"{label}_worst_us": max(samples) * 1e6}
     return figures
+
+
+PHASES: tuple[tuple[str, str, str], ...] = (
+    # (label, module or class path, attribute): the outermost phase active gets the time
+    ("parse", "acpd.policy.parse", "parse_memo"),
+    ("words", "acpd.policy.engine", "combos"),
+    ("variables", "acpd.policy.variables:VariableJudge", "_env"),
+    ("variables", "acpd.policy.variables:VariableJudge", "_scope"),
+    ("variables", "acpd.policy.engine:CompiledPolicy", "_seed_cwds"),
+    ("paths", "acpd.policy.engine:CompiledPolicy", "_path"),
+    ("rules", "acpd.policy.commands:CommandJudge", "_rules"),
+    ("spec", "acpd.policy.programs", "model"),
+    ("effects", "acpd.policy.commands:CommandJudge", "_model_effects"),
+    ("wrappers", "acpd.policy.engine", "unwrap"),
+)
+
+
+def bench_phases(rounds: int) -> dict[str, float]:
+    """Where a cold decision's time goes: the corpus judged again with a timer around each
+    phase (the outermost phase running gets the time; "other" is the rest: the walk over
+    the line, per-command checks, the decision's set-up). Per phase, the median over the
+    decisions of its time in µs (medians: a decision preempted on a busy machine does not
+    move them); "total" is the median decision with the timers, which cost time themselves."""
+    import functools
+    import importlib
+
+    policy = compile_policy(load_base(REFERENCE)[0])
+    ws = corpus_workspace()
+    cmds = [json.loads(x)["cmd"] for x in CORPUS.read_text().splitlines() if x.strip()]
+    policy.judge("ls", cwd=ws)
+    spent: dict[str, float] = {}
+    active = [0]
+    restore: list[tuple[object, str, object]] = []
+
+    def timed(label: str, fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if active[0]:
+                return fn(*args, **kwargs)
+            active[0] = 1
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.perf_counter() - t0
+                active[0] = 0
+        return wrapper
+
+    labels = ["total", "other", *dict.fromkeys(label for label, _, _ in PHASES)]
+    samples: dict[str, list[float]] = {label: [] for label in labels}
+    for label, where, attr in PHASES:
+        mod_name, _, cls_name = where.partition(":")
+        owner: Any = importlib.import_module(mod_name)
+        if cls_name:
+            owner = getattr(owner, cls_name)
+        original = owner.__dict__[attr] if cls_name else getattr(owner, attr)
+        restore.append((owner, attr, original))
+        setattr(owner, attr, timed(label, original))
+    try:
+        for _ in range(rounds):
+            for cmd in cmds:
+                empty_memos()
+                spent.clear()
+                t0 = time.perf_counter()
+                policy.judge(cmd, cwd=ws, roots=(ws,))
+                total = time.perf_counter() - t0
+                spent["total"] = total
+                spent["other"] = total - sum(v for k, v in spent.items() if k != "total")
+                for label in labels:
+                    samples[label].append(spent.get(label, 0.0))
+    finally:
+        for owner, attr, original in reversed(restore):
+            setattr(owner, attr, original)
+    return {label: statistics.median(v) * 1e6 for label, v in samples.items()}
 
 
 CAP = 65536
@@ -279,6 +356,11 @@ def main() -> int:
           f"{dec['parse_median_us']:.1f} µs; judge/parse ratio cold "
           f"{dec['cold_median_us'] / dec['parse_median_us']:.1f}x, warm "
           f"{dec['warm_median_us'] / dec['parse_median_us']:.1f}x")
+    phases = bench_phases(max(1, args.rounds // 4))
+    print(f"where a cold decision's time goes (the corpus again with each phase timed; median "
+          f"µs a decision; total {phases.pop('total'):.1f} µs with the timers): "
+          + ", ".join(f"{label} {us:.1f}" for label, us in
+                      sorted(phases.items(), key=lambda kv: -kv[1])))
     h = bench_hostile()
     worst, budget = float(h["worst_ms"]), float(h["budget_ms"])
     print(f"hostile inputs up to the 64 KiB cap (each judged 3 times): worst judge time "

@@ -33,12 +33,17 @@ from __future__ import annotations
 import gc
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
 CHECKED_SHARE = 0.7
 
-_local = threading.local()
+class _Local(threading.local):
+    budget: _Budget | None = None
+
+
+_local = _Local()
+_thread_time = time.thread_time
+_perf_counter = time.perf_counter
 
 
 class OverBudget(Exception):
@@ -51,7 +56,7 @@ class TooComplex(Exception):
 
 def _gc_clock(phase: str, _info: dict[str, Any]) -> None:
     """Account the collector's time to the thread it runs on (while it judges)."""
-    current: _Budget | None = getattr(_local, "budget", None)
+    current: _Budget | None = _local.budget
     if current is None:
         return
     if phase == "start":
@@ -61,25 +66,29 @@ def _gc_clock(phase: str, _info: dict[str, Any]) -> None:
         current.gc_started = 0.0
 
 
-@dataclass(slots=True)
 class _Budget:
-    cpu_start: float
-    allowed: float
-    """Seconds of this thread's CPU time the decision may use."""
-    next_look: float
-    """No check before this wall-clock time can find the budget spent."""
-    gc_spent: float = 0.0
-    gc_started: float = 0.0
+    """One decision's budget (a plain slotted class: made once per decision, on the hot path)."""
+
+    __slots__ = ("allowed", "cpu_start", "gc_spent", "gc_started", "next_look")
+
+    def __init__(self, cpu_start: float, allowed: float, next_look: float) -> None:
+        self.cpu_start = cpu_start
+        self.allowed = allowed
+        """Seconds of this thread's CPU time the decision may use."""
+        self.next_look = next_look
+        """No check before this wall-clock time can find the budget spent."""
+        self.gc_spent = 0.0
+        self.gc_started = 0.0
 
 
 def start(budget_ms: float) -> _Budget | None:
     """Give this thread's decision `budget_ms`; return the previous budget (restore it with
     `restore`, so that a nested judge keeps the outer one)."""
-    previous: _Budget | None = getattr(_local, "budget", None)
+    previous: _Budget | None = _local.budget
     if previous is not None:
         return previous  # a nested judge spends the outer decision's budget
     allowed = max(0.0, budget_ms) * CHECKED_SHARE / 1000.0
-    _local.budget = _Budget(time.thread_time(), allowed, time.perf_counter() + allowed)
+    _local.budget = _Budget(_thread_time(), allowed, _perf_counter() + allowed)
     return None
 
 
@@ -113,13 +122,18 @@ def restore(previous: _Budget | None) -> None:
 
 def expired() -> bool:
     """Has this thread's decision used up its budget? (No budget: never.)"""
-    current: _Budget | None = getattr(_local, "budget", None)
+    current: _Budget | None = _local.budget
     if current is None:
         return False
-    now = time.perf_counter()
+    now = _perf_counter()
     if now <= current.next_look:
         return False
-    used = time.thread_time() - current.cpu_start - current.gc_spent
+    return _spent(current, now)
+
+
+def _spent(current: _Budget, now: float) -> bool:
+    """The wall clock says the budget could be spent: read the CPU clock."""
+    used = _thread_time() - current.cpu_start - current.gc_spent
     if used >= current.allowed:
         return True
     # Not spent yet (the thread waited, or the collector ran): look again when it could be.
@@ -128,13 +142,17 @@ def expired() -> bool:
 
 
 def active() -> bool:
-    return getattr(_local, "budget", None) is not None
+    return _local.budget is not None
 
 
 def check() -> None:
-    """Raise OverBudget when this thread's decision has used up its budget."""
-    if expired():
-        raise OverBudget
+    """Raise OverBudget when this thread's decision has used up its budget. (Called often
+    on the hot path: `expired` inlined, the CPU clock read only when it could be spent.)"""
+    current: _Budget | None = _local.budget
+    if current is not None:
+        now = _perf_counter()
+        if now > current.next_look and _spent(current, now):
+            raise OverBudget
 
 
 if _gc_clock not in gc.callbacks:

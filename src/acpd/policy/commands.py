@@ -21,9 +21,10 @@ import shutil
 from typing import TYPE_CHECKING
 
 from acpd.policy import effects, programs, treescan
-from acpd.policy.argspec import Scan, path_args, scan, spec_for
+from acpd.policy.argspec import Scan, path_args, scan
 from acpd.policy.blocklist import BLOCKED_BUILTINS, SHELLS
 from acpd.policy.checks import CHECKS, CheckContext
+from acpd.policy.programtable import ProgramTable
 from acpd.policy.rulematch import GLOB, CompiledRule, rule_matches
 from acpd.policy.rules import GlobRule, Settings
 from acpd.policy.sandbox import inside, resolve
@@ -51,8 +52,7 @@ class CommandJudge:
     grammar: dict[str, frozenset[str]]
     _by_name: dict[str, list[CompiledRule]]
     _glob_rules: list[CompiledRule]
-    _vopts: dict[str, tuple[frozenset[str], bool, bool]]
-    _candidates: dict[str, tuple[CompiledRule, ...]]
+    table: ProgramTable
 
     def _path(self, raw: str, mode: str, ctx: _Ctx, *, redirect: bool = False,
               entry: str | None = None) -> None:
@@ -84,10 +84,12 @@ class CommandJudge:
             if os.path.dirname(full) not in SYSTEM_BIN:
                 cap_allow = True
                 out.add("ask", "command.path", f"{name} is not a system program")
-        if base in BLOCKED_BUILTINS:
+        entry = self.table.get(base)
+        special = entry.special
+        if special and base in BLOCKED_BUILTINS:
             out.add("deny", f"blocklist.builtin.{base}", f"blocked: {BLOCKED_BUILTINS[base]}")
             return
-        if base in self.blocked:
+        if special and base in self.blocked:
             out.add("deny", f"blocklist.command.{base}", f"blocked command {base}")
         args = argv[1:]
         if base in ctx.functions:
@@ -95,30 +97,19 @@ class CommandJudge:
                 return
             out.add("ask", "function.shadows-program",
                     f"a function named {base} shadows the program; judged as both")
-        if base in SHELLS:
-            if args:
-                self._path(args[0], "read", ctx)
-                self._workspace_script(f"{base} {args[0]}", ctx, args[0])
+        if special and self._special(base, args, ctx):
             return
-        if base in self.network and not self.settings.allow_network:
-            out.add("deny", "network", f"{base} reaches the network (allow_network = false); "
-                    "use the fetch tool")
-        if base == "cd" or base == "pushd":
-            target = args[0] if args else ctx.home
-            if DYN not in target and target != "-":
-                new = os.path.normpath(os.path.join(ctx.cwd, target))
-                if new not in ctx.cwds:
-                    ctx.cwds.append(new)
-            if not args:
-                self._path(ctx.home, "read", ctx)
-        vopts, spec_scan, has_paths = self._value_options(base)
-        sc = scan(args, vopts)
-        mdl = programs.model(base, args) if programs.known(base) else None
+        vopts = entry.vopts
+        mdl = programs.model(base, args) if entry.modeled else None
         spec_ok = ctx.sandboxed or (mdl is not None and not mdl.unknown)
-        allowed, trusted_only, unmodeled = self._rules(base, args, sc, vopts, ctx, spec_ok)
+        allowed, trusted_only, unmodeled, sc = self._rules(base, args, entry.candidates,
+                                                           vopts, ctx, spec_ok)
         if mdl is not None:
             self._apply_model(mdl, ctx)
-        elif has_paths:
+        elif entry.has_paths:
+            spec_scan = entry.spec_scan
+            if spec_scan and sc is None:
+                sc = scan(args, vopts)
             pa = path_args(base, args, sc if spec_scan else None)
             for r in pa.reads:
                 self._path(r, "read", ctx)
@@ -131,7 +122,7 @@ class CommandJudge:
         if unmodeled:
             what = "; ".join(mdl.unknown[:3]) if mdl else f"{base} has no argument spec"
             out.add("ask", "spec.unmodeled", f"not modelled by the argument spec: {what}")
-        if DYN in args and base in self.conditioned:
+        if entry.conditioned and DYN in args:
             out.add("ask", "command.dynamic-argument",
                     f"an argument of {base} is not known before running")
         if not allowed:
@@ -142,11 +133,32 @@ class CommandJudge:
                 not ctx.sandboxed or ctx.trust == "untrusted"):
             out.add("ask", "trust.workspace-code", f"{base} runs workspace code; the workspace "
                     "is not trusted")
-        elif self.allowed is not None and base not in self.allowed:
+        elif entry.outside_overlay:
             out.add("ask", "overlay.allowed-commands",
                     f"{base} is not in the plugins' allowed commands")
         if mdl is not None:
             self._model_effects(mdl, ctx)
+
+    def _special(self, base: str, args: list[str], ctx: _Ctx) -> bool:
+        """Shells, network programs, cd: their own findings; True when judged in full."""
+        out = ctx.out
+        if base in SHELLS:
+            if args:
+                self._path(args[0], "read", ctx)
+                self._workspace_script(f"{base} {args[0]}", ctx, args[0])
+            return True
+        if base in self.network and not self.settings.allow_network:
+            out.add("deny", "network", f"{base} reaches the network (allow_network = false); "
+                    "use the fetch tool")
+        if base == "cd" or base == "pushd":
+            target = args[0] if args else ctx.home
+            if DYN not in target and target != "-":
+                new = os.path.normpath(os.path.join(ctx.cwd, target))
+                if new not in ctx.cwds:
+                    ctx.cwds.append(new)
+            if not args:
+                self._path(ctx.home, "read", ctx)
+        return False
 
     def _is_program(self, name: str) -> bool:
         return (name in self.command_names or programs.known(name) or name in WRAPPERS
@@ -236,58 +248,30 @@ class CommandJudge:
             ctx.out.add("ask", "workspace.script",
                         f"{what} runs a workspace script; the workspace is not trusted")
 
-    def _value_options(self, base: str) -> tuple[frozenset[str], bool, bool]:
-        """The options of `base` that take a value; whether they are exactly those of its
-        path spec (then a scan with them is the scan `path_args` would make); whether `base`
-        has path arguments."""
-        cached = self._vopts.get(base)
-        if cached is None:
-            vopts = self.grammar.get(base, frozenset())
-            spec = spec_for(base)
-            if spec is not None:
-                vopts = vopts | spec.value_options
-            cached = (vopts, spec is not None and vopts == spec.value_options,
-                      base in _PATH_COMMANDS or spec is not None)
-            if len(self._vopts) < 4096:
-                self._vopts[base] = cached
-        return cached
-
-    def _candidates_for(self, base: str) -> tuple[CompiledRule, ...]:
-        """The rules naming `base` (by name, then by glob), in policy order."""
-        found = self._candidates.get(base)
-        if found is None:
-            candidates = list(self._by_name.get(base, ()))
-            if self._glob_rules:
-                seen = {id(cr) for cr in candidates}
-                candidates += [cr for cr in self._glob_rules if id(cr) not in seen and any(
-                    fnmatch.fnmatchcase(base, g) for g in cr.globs)]
-            found = tuple(candidates)
-            if len(self._candidates) > 4096:
-                self._candidates.clear()
-            self._candidates[base] = found
-        return found
-
-    def _rules(self, base: str, args: list[str], sc: Scan, vopts: frozenset[str],
-               ctx: _Ctx, spec_ok: bool) -> tuple[bool, bool, bool]:
-        """Apply every matching rule; return (some allow matched, that allow is trusted-only,
-        an allow `modeled = true` did not apply because the spec does not model the argv)."""
-        candidates = self._candidates_for(base)
+    def _rules(self, base: str, args: list[str], candidates: tuple[CompiledRule, ...],
+               vopts: frozenset[str], ctx: _Ctx,
+               spec_ok: bool) -> tuple[bool, bool, bool, Scan | None]:
+        """Apply every rule of `candidates` (those naming `base`) that matches; return (some
+        allow matched, that allow is trusted-only, an allow `modeled = true` did not apply
+        because the spec does not model the argv, the scan of the arguments when a rule
+        needed one)."""
         if ctx.only_rule is not None:
             candidates = tuple(cr for cr in candidates if cr is ctx.only_rule)
         allowed = False
         trusted_only = True
         unmodeled = False
+        sc: Scan | None = None
         if not candidates and not self.glob_rules:
-            return False, False, False
-        pos = sc.positionals
-        head = pos[0] if pos else None
-        no_options = not sc.options
+            return False, False, False, None
         for cr in candidates:
-            if cr.heads is not None and head not in cr.heads:
-                continue  # no subcommand of the rule can match
-            if no_options and cr.needs_options:
-                continue  # (with no option scanned, the global prefix has none either)
-            if not cr.unconditional:
+            if not cr.unconditional:  # (an unconditional rule has no head and no option)
+                if sc is None:  # only rules with conditions look at the arguments
+                    sc = scan(args, vopts)
+                if cr.heads is not None and (sc.positionals[0] if sc.positionals else None) \
+                        not in cr.heads:
+                    continue  # no subcommand of the rule can match
+                if cr.needs_options and not sc.options:
+                    continue  # (with no option scanned, the global prefix has none either)
                 if cr.rule.check is not None and ctx.cctx is None:
                     ctx.cctx = CheckContext(ctx.cwd, ctx.roots)
                 if not rule_matches(cr, base, args, sc, ctx.cctx, vopts):
@@ -314,7 +298,7 @@ class CommandJudge:
                     else:
                         ctx.out.add(grule.action, label,
                                     f"{base} matches {grule.action} pattern {grule.pattern!r}")
-        return allowed, (trusted_only and allowed), unmodeled and not allowed
+        return allowed, (trusted_only and allowed), unmodeled and not allowed, sc
 
 
 def _links(mdl: programs.Model, ctx: _Ctx) -> list[str]:

@@ -227,15 +227,17 @@ def expansion_parts(text: str) -> tuple[str, str, str]:
 # -- checks (the engine calls these with its findings) ------------------------------------
 
 
-@dataclass(slots=True)
 class Scope:
     """What one command line tells about its variables (see the module docstring)."""
 
-    tainted: set[str] = field(default_factory=set)
-    namerefs: set[str] = field(default_factory=set)
-    integer: bool = False
-    positional_tainted: bool = False
-    """`$1`... hold outside values (a `sh -c` payload, a function body)."""
+    __slots__ = ("integer", "namerefs", "positional_tainted", "tainted")
+
+    def __init__(self) -> None:
+        self.tainted: set[str] = set()
+        self.namerefs: set[str] = set()
+        self.integer = False
+        self.positional_tainted = False
+        """`$1`... hold outside values (a `sh -c` payload, a function body)."""
 
 
 def check_assignment(var: str, values: list[str], extra: tuple[str, ...], out: Findings,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 Verdict = Literal["allow", "ask", "deny"]
@@ -40,13 +40,16 @@ class Decision:
         }
 
 
-@dataclass(slots=True)
 class Findings:
     """Accumulates verdicts while judging; strictest wins, nothing is ever dropped."""
 
-    verdict: Verdict = "allow"
-    reasons: list[str] = field(default_factory=list)
-    rules: list[str] = field(default_factory=list)
+    __slots__ = ("reasons", "rules", "verdict")
+
+    def __init__(self, verdict: Verdict = "allow", reasons: list[str] | None = None,
+                 rules: list[str] | None = None) -> None:
+        self.verdict: Verdict = verdict
+        self.reasons: list[str] = [] if reasons is None else reasons
+        self.rules: list[str] = [] if rules is None else rules
 
     def add(self, verdict: Verdict, rule: str, reason: str) -> None:
         if RANK[verdict] > RANK[self.verdict]:

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from acpd.policy.decision import Verdict
-from acpd.policy.sandbox import PathRules, entry_real, inside, resolve
+from acpd.policy.sandbox import PathRules, _normpath, entry_real, inside, resolve
 from acpd.policy.treescan import Ignored, denied_in_tree, foreign_repository, tree_facts
 
 Finding = tuple[Verdict, str, str]
@@ -29,7 +29,11 @@ _GLOB_CHARS = ("*", "?", "[")
 
 
 def _absolute(raw: str, cwd: str) -> str:
-    return os.path.normpath(raw if raw.startswith("/") else os.path.join(cwd, raw))
+    """`os.path.normpath(os.path.join(cwd, raw))` (cwd absolute), without the work for a
+    path that is already normal."""
+    path = raw if raw.startswith("/") else (cwd + raw if cwd.endswith("/") else
+                                             f"{cwd}/{raw}")
+    return _normpath(path) if path.startswith("/") else os.path.normpath(path)
 
 
 def _scan_root(raw: str, cwd: str) -> str:
@@ -50,12 +54,12 @@ def protected_paths(home: str, roots: tuple[str, ...]) -> frozenset[str]:
     """`/`, HOME and its ancestors, and every ancestor of a workspace root (pure: strings
     only, so memoised)."""
     out = {"/"}
-    for start in (os.path.normpath(home), *roots):
+    home = os.path.normpath(home)
+    out.add(home)
+    for start in (home, *roots):
         cur = start
-        if start == os.path.normpath(home):
-            out.add(cur)
-        while cur not in ("/", ""):
-            cur = os.path.dirname(cur)
+        while cur.startswith("/") and (cut := cur.rfind("/")) > 0:
+            cur = cur[:cut]  # the parent of a normal absolute path
             out.add(cur)
     return frozenset(out)
 

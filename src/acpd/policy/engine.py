@@ -25,6 +25,7 @@ from acpd.policy.linectx import (
     recursive,
     variants,
 )
+from acpd.policy.programtable import ProgramTable
 from acpd.policy.rulematch import CompiledRule, compile_rule
 from acpd.policy.rules import Policy, PolicyError, Trust
 from acpd.policy.sandbox import (
@@ -46,6 +47,7 @@ MAX_COMMANDS = 2000
 MAX_PATH_CHARS = 4096
 _SAFE_REDIRECT_TARGET = re.compile(r"^(\d+|-)$")
 _plain = PLAIN.fullmatch
+_CD_NAMES = frozenset({"cd", "pushd", "builtin", "command"})
 
 
 class CompiledPolicy(CommandJudge, VariableJudge):
@@ -75,8 +77,6 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         )
         self.grammar = {k: frozenset(v.value_options) for k, v in policy.commands.items()}
         self._home = os.path.expanduser("~")
-        self._vopts: dict[str, tuple[frozenset[str], bool, bool]] = {}
-        self._candidates: dict[str, tuple[CompiledRule, ...]] = {}
         self._cwd_norm: dict[str, str] = {}
         self._deny_globs = tuple((regex, g) for regex, g in self.glob_rules if g.action != "allow")
         self._path_cache: dict[tuple[tuple[str, ...], str], PathRules] = {}
@@ -84,6 +84,9 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             n for cr in self.rules if cr.rule.conditioned and cr.rule.verdict != "allow"
             for n in cr.names
         )
+        self.table = ProgramTable(self._by_name, self._glob_rules, self.grammar, self.blocked,
+                                  self.network, self.conditioned, self.allowed,
+                                  (*WRAPPERS, *contexts.ASSIGNERS))
 
     # -- public ---------------------------------------------------------------------------
 
@@ -95,7 +98,8 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         `budget_ms` (default `[policy] budget_ms`, 50): past it the decision stops and is at
         least ask (rule `input.over-budget`); never raises for any input."""
         budget = self.settings.budget_ms if budget_ms is None else budget_ms
-        parse_mod.warm()  # loading tree-sitter (first call only) is not the command's cost
+        if not parse_mod.ready():
+            parse_mod.warm()  # loading tree-sitter (first call only) is not the command's cost
         previous = budget_mod.start(budget)
         memo = open_decision()
         paused = len(command) > budget_mod.GC_PAUSE_CHARS
@@ -145,9 +149,12 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         try:
             if not check_text(command, self.settings.max_command_bytes, out):
                 return out
-            for source in variants(command):
+            sources = [command] if command.isascii() and "\\\n" not in command else \
+                variants(command)
+            for k, source in enumerate(sources):
                 ctx.cwds = [cwd]
-                ctx.scope = contexts.Scope()
+                if k:
+                    ctx.scope = contexts.Scope()
                 self._source(source, ctx, 0)
         except budget_mod.OverBudget:
             out.add("ask", "input.over-budget", "the command took too long to judge (over the "
@@ -232,6 +239,9 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         words' values, globs expanded (`cd .gi*`)."""
         for cmd in script.commands:
             words = cmd.words
+            if not words or (words[0] not in _CD_NAMES and "'" not in words[0]
+                             and '"' not in words[0]):
+                continue  # its value (if it has one) is itself: not a cd
             while len(words) > 1 and simple_value(words[0]) in ("builtin", "command"):
                 words = words[1:]
             if len(words) < 2 or simple_value(words[0]) not in ("cd", "pushd"):
@@ -275,10 +285,15 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         words = cmd.words
         if not words:
             return
+        if cmd.plain:  # each word is its own one value, and none is a glob
+            self._argv(words, ctx, depth, in_function=cmd.function)
+            return
         values = [w if _plain(w) else simple_value(w) for w in words]
         if None not in values:  # every word has exactly one value: argv is known
-            if any("*" in v or "?" in v or "[" in v for v in values[1:]):  # type: ignore[operator]
-                ctx.glob_state().literal.update(values[1:])  # type: ignore[arg-type]
+            if len(values) > 1:
+                rest = "".join(values[1:])  # type: ignore[arg-type]
+                if "*" in rest or "?" in rest or "[" in rest:
+                    ctx.glob_state().literal.update(values[1:])  # type: ignore[arg-type]
             self._argv(values, ctx, depth, in_function=cmd.function)  # type: ignore[arg-type]
             return
         for argv in combos(words, env, ctx):
@@ -308,18 +323,18 @@ class CompiledPolicy(CommandJudge, VariableJudge):
 
     def _argv(self, argv: list[str], ctx: Ctx, depth: int, in_function: str | None) -> None:
         out = ctx.out
-        bracket = False
-        for k, word in enumerate(argv):
-            if not k & 255:
-                budget_mod.check()
-            if "[" in word or "/dev/" in word:
-                self._word_checks(word, ctx)
-                bracket = True
-        if bracket and len(argv) > 1:
-            # tree-sitter can split what bash reads as one word (`a[\$\(id\ x\)]`)
-            self._word_checks(" ".join(argv), ctx)
         if not argv:
             return
+        joined = " ".join(argv)
+        if "[" in joined or "/dev/" in joined:  # (neither holds a space: one word has it)
+            for k, word in enumerate(argv):
+                if k & 255 == 255:  # (`_simple` checked just before the first)
+                    budget_mod.check()
+                if "[" in word or "/dev/" in word:
+                    self._word_checks(word, ctx)
+            if len(argv) > 1:
+                # tree-sitter can split what bash reads as one word (`a[\$\(id\ x\)]`)
+                self._word_checks(joined, ctx)
         first = argv[0]
         if first in contexts.ASSIGNERS:
             self._builtin(argv, ctx)

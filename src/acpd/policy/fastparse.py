@@ -18,14 +18,22 @@ from __future__ import annotations
 
 import re
 
-from acpd.policy.parse import Redirect, Script, SimpleCommand
+from acpd.policy.script import Redirect, Script, SimpleCommand
 
-_LINE = re.compile(r"[A-Za-z0-9_./:=,+^ \t'\"&|;<>~*?-]*")
+_PLAIN_CHARS = r"A-Za-z0-9_./:=,+^~*?\-"
+_SINGLE = "'[" + "".join(re.escape(c) for c in map(chr, range(32, 127)) if c != "'") + "\t]*'"
+"""A single-quoted string of printable ASCII: bash and tree-sitter take it as written."""
+_DOUBLE = '"[' + "".join(re.escape(c) for c in map(chr, range(32, 127))
+                        if c not in '"$`\\!') + '\t]*"'
+"""A double-quoted string with nothing bash expands or escapes in it (no `$`, backquote,
+backslash; no `!`)."""
+_LINE = re.compile(rf"(?:[{_PLAIN_CHARS} \t&|;<>]|{_SINGLE}|{_DOUBLE})*")
+_QUOTED = re.compile(rf"{_SINGLE}|{_DOUBLE}")
 _TOKEN = re.compile(
-    r"""(?P<ws>[ \t]+)
+    rf"""(?P<ws>[ \t]+)
     |(?P<op>&&|\|\||\||;)
     |(?P<red>(?P<fd>[0-9]+)?(?P<rop>&>>|&>|>>|>\||>&|<&|>|<))
-    |(?P<word>(?:[A-Za-z0-9_./:=,+^~*?-]+|'[^']*'|"[^"]*")+)""", re.VERBOSE)
+    |(?P<word>(?:[{_PLAIN_CHARS}]+|{_SINGLE}|{_DOUBLE})+)""", re.VERBOSE)
 _RESERVED = frozenset({"if", "then", "else", "elif", "fi", "case", "esac", "for", "select",
                        "while", "until", "do", "done", "in", "function", "time", "coproc",
                        "declare", "typeset", "export", "local", "readonly", "unset"})
@@ -35,11 +43,57 @@ _NAME = re.compile(r"[A-Za-z_./~][A-Za-z0-9_./-]*")
 _MAX_CHARS = 1024
 
 
+_PLAIN_LINE = re.compile(r"[A-Za-z0-9_./:=,+^ \t~*?|;-]*(?:&&[A-Za-z0-9_./:=,+^ \t~*?|;-]*)*")
+"""A line without quotes, redirects or a lone `&`: its tokens are `_PLAIN_TOKEN`s."""
+_PLAIN_TOKEN = re.compile(r"&&|\|\||[|;]|[^ \t|;&]+")
+
+
 def parse_simple(source: str) -> Script | None:
     """The Script of a plain line, or None when the line needs the full parser."""
-    if len(source) > _MAX_CHARS or not _LINE.fullmatch(source) or "<<" in source \
-            or "<>" in source:
+    if len(source) > _MAX_CHARS:
         return None
+    if _PLAIN_LINE.fullmatch(source):
+        return _plain_words(source)
+    if not _LINE.fullmatch(source):
+        return None
+    if ("<<" in source or "<>" in source) and (
+            "<<" in (bare := _QUOTED.sub("", source)) or "<>" in bare):
+        return None  # a here-document or a read-write redirect (quoted text aside)
+    return _tokens(source)
+
+
+def _plain_words(source: str) -> Script | None:
+    """A line of plain words and `&&`, `||`, `|`, `;` (no quote, no redirect): the same
+    Script `_tokens` makes, from one `findall`."""
+    commands: list[SimpleCommand] = []
+    words: list[str] | None = None
+    last_op = ";"
+    plain = "~" not in source and "*" not in source and "?" not in source  # see words.PLAIN
+    for tok in _PLAIN_TOKEN.findall(source):
+        if tok in _OPERATORS:
+            if words is None:
+                return None  # an empty command: a syntax error
+            words = None
+            last_op = tok
+            continue
+        if words is None:
+            if tok in _RESERVED or not _NAME.fullmatch(tok):
+                return None  # a keyword, a declaration, an assignment or a glob name
+            words = [tok]
+            commands.append(SimpleCommand(words, plain=plain))
+        else:
+            if tok[0] == "=":
+                return None  # tree-sitter reads `==`, `=~` as test operators even here
+            words.append(tok)
+    if words is None and commands and last_op != ";":
+        return None  # ends with `&&`, `||` or `|`
+    return Script(commands)
+
+
+_OPERATORS = frozenset({"&&", "||", "|", ";"})
+
+
+def _tokens(source: str) -> Script | None:
     script = Script()
     commands = script.commands
     cmd: SimpleCommand | None = None

@@ -5,7 +5,6 @@ expansion, bounded) or a line into the texts to judge (`variants`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from acpd.policy import budget as budget_mod
 from acpd.policy import contexts, globs
@@ -21,30 +20,39 @@ from acpd.policy.words import Env, expand
 MAX_ARGV_COMBOS = 16
 
 
-@dataclass(slots=True)
 class Ctx:
-    cwd: str
-    given_roots: tuple[str, ...]
-    """The workspace roots as the caller gave them; `roots` resolves them (once, when a
-    check first needs them: a line that names no path never pays for it)."""
-    home: str
-    trust: Trust
-    rules_for: Callable[[tuple[str, ...], str], PathRules]
-    out: Findings
-    functions: set[str] = field(default_factory=set)
-    cwds: list[str] = field(default_factory=list)
-    only_rule: CompiledRule | None = None
-    matched_only: bool = False
-    cctx: CheckContext | None = None
-    sandboxed: bool = False
-    scope: contexts.Scope = field(default_factory=contexts.Scope)
-    line: str = ""
-    """The whole command line (the glob options it may set)."""
-    globs: GlobState | None = None
-    """This decision's pathname expansion, made on the first glob word."""
+    """What one decision knows while it walks a line (a plain slotted class: one is made
+    per decision, on the hot path)."""
 
-    resolved_roots: tuple[str, ...] | None = None
-    path_rules: PathRules | None = None
+    __slots__ = ("cctx", "cwd", "cwds", "functions", "given_roots", "globs", "home", "line",
+                 "matched_only", "only_rule", "out", "path_rules", "resolved_roots",
+                 "rules_for", "sandboxed", "scope", "trust")
+
+    def __init__(self, cwd: str, given_roots: tuple[str, ...], home: str, trust: Trust,
+                 rules_for: Callable[[tuple[str, ...], str], PathRules], out: Findings, *,
+                 only_rule: CompiledRule | None = None, sandboxed: bool = False,
+                 line: str = "") -> None:
+        self.cwd = cwd
+        self.given_roots = given_roots
+        """The workspace roots as the caller gave them; `roots` resolves them (once, when a
+        check first needs them: a line that names no path never pays for it)."""
+        self.home = home
+        self.trust = trust
+        self.rules_for = rules_for
+        self.out = out
+        self.functions: set[str] = set()
+        self.cwds: list[str] = []
+        self.only_rule = only_rule
+        self.matched_only = False
+        self.cctx: CheckContext | None = None
+        self.sandboxed = sandboxed
+        self.scope = contexts.Scope()
+        self.line = line
+        """The whole command line (the glob options it may set)."""
+        self.globs: GlobState | None = None
+        """This decision's pathname expansion, made on the first glob word."""
+        self.resolved_roots: tuple[str, ...] | None = None
+        self.path_rules: PathRules | None = None
 
     @property
     def roots(self) -> tuple[str, ...]:

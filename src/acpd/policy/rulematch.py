@@ -17,6 +17,10 @@ from acpd.policy.words import DYN
 GLOB = re.compile(r"[*?]|\[.*\]")
 
 
+OptionTest = tuple[str, Callable[[str], object] | None]
+"""An option spec and, unless it is a plain name (`--long`, `-x`), its compiled glob."""
+
+
 @dataclass(frozen=True, slots=True)
 class CompiledRule:
     rule: Rule
@@ -32,6 +36,15 @@ class CompiledRule:
     """Its `options` are all looked up among scanned options: no option, no match."""
     unconditional: bool
     """Names only, no condition on the arguments: it matches every command it names."""
+    option_tests: tuple[OptionTest, ...] = ()
+    """`options`, each with its compiled glob matcher (built once per policy)."""
+    unless_tests: tuple[OptionTest, ...] = ()
+    """`unless_options`, the same way."""
+
+
+def _option_tests(specs: tuple[str, ...] | list[str]) -> tuple[OptionTest, ...]:
+    return tuple((spec, None if spec.startswith("--") or len(spec) == 2 else
+                  _option_glob(spec)) for spec in specs)
 
 
 def alternation(globs: tuple[str, ...], lower: bool = False) -> re.Pattern[str] | None:
@@ -52,14 +65,15 @@ def compile_rule(rule: Rule) -> CompiledRule:
                          or rule.args or rule.any_arg or rule.argv or rule.check)
     return CompiledRule(rule, names, globs, subs, alternation(rule.args),
                         alternation(rule.any_arg, lower=True), alternation(rule.argv), heads,
-                        needs_options, unconditional)
+                        needs_options, unconditional, _option_tests(rule.options),
+                        _option_tests(rule.unless_options))
 
 
-def _has_option(spec: str, args: list[str], sc: Scan) -> bool:
-    if spec.startswith("--") or len(spec) == 2:
+def _has_option(test: OptionTest, args: list[str], sc: Scan) -> bool:
+    spec, match = test
+    if match is None:
         return bool(sc.options) and any(option_matches(spec, name) for name, _ in sc.options)
     stop = args.index("--") if "--" in args else len(args)
-    match = _option_glob(spec)
     return any(match(a.partition("=")[0]) for a in args[:stop])
 
 
@@ -97,15 +111,15 @@ def rule_matches(cr: CompiledRule, base: str, args: list[str], sc: Scan,
             return False
     if rule.no_args and (rest or (sc.options and not cr.subcommands)):
         return False
-    if rule.unless_options and any(_has_option(o, args, sc) for o in rule.unless_options):
+    if cr.unless_tests and any(_has_option(t, args, sc) for t in cr.unless_tests):
         return False
-    if rule.options:
+    if cr.option_tests:
         if rule.global_only:
             glob_args = _global_prefix(args, vopts)
             gsc = scan(glob_args, vopts)
-            if not any(_has_option(o, glob_args, gsc) for o in rule.options):
+            if not any(_has_option(t, glob_args, gsc) for t in cr.option_tests):
                 return False
-        elif not any(_has_option(o, args, sc) for o in rule.options):
+        elif not any(_has_option(t, args, sc) for t in cr.option_tests):
             return False
     if cr.args_re is not None and not any(cr.args_re.match(a) for a in rest):
         return False

@@ -174,38 +174,50 @@ _WALK_MAX = 3
 """Components an lstat walk may take; a longer path costs the three calls of `_open_name`."""
 _MEMO_MAX = 4096
 
-_scope = threading.local()
+class _Decision:
+    """The file-system memos of the decision running on a thread: they live exactly as long
+    as the decision (no fact outlives it)."""
+
+    __slots__ = ("links", "memo", "stats")
+
+    def __init__(self) -> None:
+        self.memo: dict[str, str] = {}
+        self.stats: dict[str, os.stat_result | None] = {}
+        self.links: dict[tuple[int, int], object] = {}
 
 
-def open_decision() -> dict[str, str] | None:
+class _Scope(threading.local):
+    current: _Decision | None = None
+
+
+_scope = _Scope()
+
+
+def open_decision() -> _Decision | None:
     """Start the resolved-path memo of one decision on this thread; return the previous
     memo for `close_decision` (a nested judge keeps the outer decision's memo). The memo
     holds `resolve` results only while one decision runs: no file-system fact outlives it."""
-    previous: dict[str, str] | None = getattr(_scope, "memo", None)
+    previous = _scope.current
     if previous is None:
-        _scope.memo = {}
-        _scope.stats = {}
-        _scope.links = {}
+        _scope.current = _Decision()
     return previous
 
 
-def close_decision(previous: dict[str, str] | None) -> None:
-    _scope.memo = previous
-    if previous is None:
-        _scope.stats = None
-        _scope.links = None
+def close_decision(previous: _Decision | None) -> None:
+    _scope.current = previous
 
 
 def decision_links() -> dict[tuple[int, int], object] | None:
     """This decision's memo of hard-link scans (see `hardlinks`), or None outside one."""
-    links: dict[tuple[int, int], object] | None = getattr(_scope, "links", None)
-    return links
+    current = _scope.current
+    return None if current is None else current.links
 
 
 def file_stat(real: str) -> os.stat_result | None:
     """`os.stat` of a resolved path (None when missing), read at most once per decision: the
     lstat walk of `resolve` already holds it for a path that is no symbolic link."""
-    stats: dict[str, os.stat_result | None] | None = getattr(_scope, "stats", None)
+    current = _scope.current
+    stats = None if current is None else current.stats
     if stats is not None and real in stats:
         return stats[real]
     try:
@@ -220,18 +232,19 @@ def file_stat(real: str) -> os.stat_result | None:
 def resolve(path: str) -> str:
     """`os.path.realpath(path)`, read afresh for each decision (resolved at most once per
     decision: see `open_decision`)."""
-    memo: dict[str, str] | None = getattr(_scope, "memo", None)
-    if memo is None:
+    current = _scope.current
+    if current is None:
         return _resolve(path, None)
+    memo = current.memo
     real = memo.get(path)
     if real is None:
-        real = _resolve(path, memo)
+        real = _resolve(path, current)
         if len(memo) < _MEMO_MAX:
             memo[path] = real
     return real
 
 
-def _resolve(path: str, memo: dict[str, str] | None) -> str:
+def _resolve(path: str, current: _Decision | None) -> str:
     """realpath by the cheapest exact route: below a directory known (this decision) to be
     its own real path, or near `/`, an lstat per component, stopping at the first that does
     not exist (realpath keeps the rest as written); any symbolic link on the way, or a longer
@@ -240,6 +253,7 @@ def _resolve(path: str, memo: dict[str, str] | None) -> str:
             "/." in path and _DOT_COMPONENT.search(path)):
         return _open_name(path)  # not a normal absolute path: no shortcut
     base, rest = "", path
+    memo = None if current is None else current.memo
     if memo is not None:
         cut = len(path)
         for _ in range(_WALK_MAX):
@@ -263,9 +277,8 @@ def _resolve(path: str, memo: dict[str, str] | None) -> str:
             break
         if stat.S_ISLNK(found.st_mode):
             return _open_name(path)
-    stats: dict[str, os.stat_result | None] | None = getattr(_scope, "stats", None)
-    if stats is not None and len(stats) < _MEMO_MAX:
-        stats[path] = found  # no link on the way: the last lstat is its stat (or missing)
+    if current is not None and len(current.stats) < _MEMO_MAX:
+        current.stats[path] = found  # no link on the way: the last lstat is its stat (or missing)
     return path
 
 
@@ -297,7 +310,11 @@ def cached_realpath(path: str) -> str:
 
 def normalized_roots(roots: tuple[str, ...]) -> tuple[str, ...]:
     """Workspace roots resolved (realpath, read afresh for every decision) and normalized."""
-    return tuple(os.path.normpath(resolve(r)) for r in roots)
+    out = []
+    for root in roots:
+        real = resolve(root)
+        out.append(_normpath(real) if real.startswith("/") else os.path.normpath(real))
+    return tuple(out)
 
 
 def clear_cache() -> None:

@@ -12,6 +12,8 @@ from acpd.policy.blocklist import word_findings
 from acpd.policy.linectx import MAX_ARGV_COMBOS, Ctx, glob_alternatives
 from acpd.policy.words import DYN, Env, expand, expand_segments, simple_value
 
+_SCOPE_NAMES = frozenset({"command", "builtin", *contexts.ASSIGNERS})
+
 
 class VariableJudge:
     """The variable side of judging a line; `blocked_env` is set by `CompiledPolicy`."""
@@ -60,14 +62,17 @@ class VariableJudge:
             scope.positional_tainted = True
         tainted = scope.tainted
         for k, cmd in enumerate(script.commands):
-            if not k & 255:
+            if k & 255 == 255:
                 budget_mod.check()
             if cmd.function is not None:
                 scope.positional_tainted = True
             words = cmd.words
-            if len(words) > 256:  # `_builtin` asks for so many operands
+            if not words or len(words) > 256:  # `_builtin` asks for so many operands
                 continue
-            first = simple_value(words[0]) if words else None
+            name = words[0]
+            if name not in _SCOPE_NAMES and "'" not in name and '"' not in name:
+                continue  # its value (if it has one) is itself: no builtin that assigns
+            first = simple_value(name)
             while first in ("command", "builtin") and len(words) > 1:
                 words = words[1:]
                 first = simple_value(words[0])
@@ -89,8 +94,8 @@ class VariableJudge:
                 if exp.dynamic or exp.glob:
                     tainted.add(name)
                     break
-        for _round in range(4):  # y=$x after read x: a few rounds reach the fixpoint
-            budget_mod.check()
+        for _round in range(4 if script.assigns else 0):  # y=$x after read x: a few rounds
+            budget_mod.check()  # reach the fixpoint
             grew = False
             for k, (name, value) in enumerate(script.assigns):
                 if not k & 255:

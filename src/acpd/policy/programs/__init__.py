@@ -17,7 +17,7 @@ from acpd.policy.programs.coreutils import TABLE
 from acpd.policy.programs.git import model_git
 from acpd.policy.programs.spec import Model, Parsed, Program, apply_roles, parse_argv, program
 
-__all__ = ["Model", "known", "model"]
+__all__ = ["Model", "known", "model", "names"]
 
 _DOCKER_GLOBAL = program("docker", "Dl:", "debug log-level=", permute=False)
 _DOCKER = {
@@ -44,6 +44,11 @@ def _docker(args: list[str], m: Model) -> None:
 
 def known(name: str) -> bool:
     return name in TABLE or name in ("git", "docker", "podman")
+
+
+def names() -> tuple[str, ...]:
+    """Every program name with a spec."""
+    return (*TABLE, "git", "docker", "podman")
 
 
 def model(name: str, args: list[str]) -> Model | None:
@@ -79,10 +84,12 @@ def _model(name: str, argv: tuple[str, ...]) -> Model | None:
 
 
 def _positionals(prog: Program, parsed: Parsed, m: Model) -> None:
-    pos = [p for p in parsed.positionals if p != "-"]
     kind = prog.positionals
-    recursive = parsed.role("recursive") or any(
-        "recurse".startswith(v) and v for v in parsed.values("-d", "--directories"))
+    if kind == "text" or kind == "custom":
+        return  # nothing to say about the operands (and nothing to compute)
+    pos = [p for p in parsed.positionals if p != "-"]
+    recursive = bool(parsed.options) and (parsed.role("recursive") or any(
+        "recurse".startswith(v) and v for v in parsed.values("-d", "--directories")))
     if kind == "read":
         m.reads.extend(pos)
         if recursive:

@@ -22,7 +22,7 @@ cannot say (sed scripts, awk programs, find expressions, git subcommands).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from acpd.policy.decision import Verdict
 from acpd.policy.words import DYN
@@ -38,49 +38,60 @@ class Opt:
     roles: tuple[str, ...] = ()
 
 
-@dataclass(slots=True)
 class Model:
-    """What an argv does, as far as its program's spec says."""
+    """What an argv does, as far as its program's spec says. (A plain slotted class: one
+    is made per modelled command, on the hot path.)"""
 
-    program: str
-    unknown: list[str] = field(default_factory=list)
-    reads: list[str] = field(default_factory=list)
-    writes: list[str] = field(default_factory=list)
-    entries: list[str] = field(default_factory=list)
-    """Paths acted on as directory entries (removed, renamed): a symbolic link among them is
-    acted on itself, not what it points to (`rm lnk`, `mv lnk x`, `ln -sfn T lnk`)."""
-    dests: list[str] = field(default_factory=list)
-    """Destinations replaced as entries, or written into when they are (or point to) a
-    directory (`mv a lnk`, `ln -s T lnk`)."""
-    trees: list[str] = field(default_factory=list)
-    """Directories whose files are read recursively (deny_read files among them matter)."""
-    copies: list[str] = field(default_factory=list)
-    """Trees copied elsewhere: a `.git` among them creates a repository (class 2)."""
-    hidden: bool = True
-    """The tree reads include hidden files (rg without --hidden skips them)."""
-    include: tuple[str, ...] = ()
-    """Only files whose name matches one of these globs are read from the trees (grep
-    --include, rg -g GLOB); empty: every file."""
-    exclude: tuple[str, ...] = ()
-    """Files (and, for rg, directories) whose name matches are not read."""
-    exclude_dirs: tuple[str, ...] = ()
-    gitignore: bool = False
-    """The tool skips what .gitignore ignores (rg without -u/--no-ignore, git add without -f)."""
-    deletes: list[tuple[str, bool]] = field(default_factory=list)
-    """(path, recursive) removed by the command."""
-    findings: list[tuple[Verdict, str, str]] = field(default_factory=list)
-    """Verdicts the spec gives whatever the sandbox: deny system state, ask destructive git."""
-    links: list[str] = field(default_factory=list)
-    """Link targets (`ln -s T L`, `cp -l`): a later write through the link lands on them."""
-    link_dirs: list[tuple[str, str]] = field(default_factory=list)
-    """(destination, link target) of `ln -s T DEST` when the link is made inside DEST, which
-    happens only when DEST is a directory: the target counts as a link then."""
-    moves_to: str | None = None
-    """mv's destination: sources moved out of the workspace leave it (a deletion there)."""
-    git_dirs: list[str] = field(default_factory=list)
-    """`git -C DIR`: the engine asks when DIR is not in the workspace's own repository."""
-    detach: list[str] = field(default_factory=list)
-    """Ways the command outlives its kill (ask unless sandboxed: a PID namespace)."""
+    __slots__ = ("copies", "deletes", "dests", "detach", "entries", "exclude", "exclude_dirs",
+                 "findings", "git_dirs", "gitignore", "hidden", "include", "link_dirs", "links",
+                 "moves_to", "program", "reads", "trees", "unknown", "writes")
+
+    def __init__(self, program: str) -> None:
+        self.program: str = program
+        self.unknown: list[str] = []
+        self.reads: list[str] = []
+        self.writes: list[str] = []
+        self.entries: list[str] = []
+        """Paths acted on as directory entries (removed, renamed): a symbolic link among them
+        is acted on itself, not what it points to (`rm lnk`, `mv lnk x`, `ln -sfn T lnk`)."""
+        self.dests: list[str] = []
+        """Destinations replaced as entries, or written into when they are (or point to) a
+        directory (`mv a lnk`, `ln -s T lnk`)."""
+        self.trees: list[str] = []
+        """Directories whose files are read recursively (deny_read files among them
+        matter)."""
+        self.copies: list[str] = []
+        """Trees copied elsewhere: a `.git` among them creates a repository (class 2)."""
+        self.hidden: bool = True
+        """The tree reads include hidden files (rg without --hidden skips them)."""
+        self.include: tuple[str, ...] = ()
+        """Only files whose name matches one of these globs are read from the trees (grep
+        --include, rg -g GLOB); empty: every file."""
+        self.exclude: tuple[str, ...] = ()
+        """Files (and, for rg, directories) whose name matches are not read."""
+        self.exclude_dirs: tuple[str, ...] = ()
+        self.gitignore: bool = False
+        """The tool skips what .gitignore ignores (rg without -u/--no-ignore, git add
+        without -f)."""
+        self.deletes: list[tuple[str, bool]] = []
+        """(path, recursive) removed by the command."""
+        self.findings: list[tuple[Verdict, str, str]] = []
+        """Verdicts the spec gives whatever the sandbox: deny system state, ask destructive
+        git."""
+        self.links: list[str] = []
+        """Link targets (`ln -s T L`, `cp -l`): a later write through the link lands on
+        them."""
+        self.link_dirs: list[tuple[str, str]] = []
+        """(destination, link target) of `ln -s T DEST` when the link is made inside DEST,
+        which happens only when DEST is a directory: the target counts as a link then."""
+        self.moves_to: str | None = None
+        """mv's destination: sources moved out of the workspace leave it (a deletion
+        there)."""
+        self.git_dirs: list[str] = []
+        """`git -C DIR`: the engine asks when DIR is not in the workspace's own
+        repository."""
+        self.detach: list[str] = []
+        """Ways the command outlives its kill (ask unless sandboxed: a PID namespace)."""
 
     def ask_unknown(self, what: str) -> None:
         self.unknown.append(f"{self.program}: {what}")
