@@ -109,3 +109,14 @@ def test_an_editor_without_fs_methods_means_local(ws: Path, resolver: ResolverKi
     tools("edit", path="hello.txt", old_string="world", new_string="x")
     assert (ws / "hello.txt").read_text() == "hello\nx\n"
     assert editor.calls == []
+
+
+def test_an_editor_refusal_keeps_its_reason() -> None:
+    from acpd.tools.fs.errors import from_os_error
+
+    # daemon/editor.py raises OSError("the editor refused: ...") with no errno.
+    refused = from_os_error(OSError("the editor refused: file is not open"), "hello.txt")
+    assert refused.message == "hello.txt: the editor refused: file is not open"
+    missing = from_os_error(FileNotFoundError(2, "No such file or directory"), "b.txt")
+    assert missing.message == "b.txt: No such file or directory"
+    assert from_os_error(OSError(), "c.txt").message == "c.txt: OSError"

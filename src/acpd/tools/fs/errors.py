@@ -30,5 +30,7 @@ def from_os_error(exc: OSError, shown: str) -> ToolError:
         return blocked(
             f"{shown}: symlink loop, too many symlinks, or a /proc magic link (refused)"
         )
-    reason = exc.strerror or type(exc).__name__
+    # An OSError raised with a message alone (the editor refused an fs/* call) has no
+    # strerror: its message is the reason, and dropping it left "path: OSError".
+    reason = exc.strerror or str(exc) or type(exc).__name__
     return failed(f"{shown}: {reason}")
