@@ -286,3 +286,25 @@ async def test_two_sessions_with_different_tools_under_one_id() -> None:
         tg.start_soon(one, "other", other)
     assert seen["mine"] == [s.description for _, s in ENTRIES]
     assert all(d.startswith("other server") for d in seen["other"])
+
+
+async def test_a_prewarmed_builder_prepares_nothing_at_its_first_turn_and_sends_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = {"enabled": True, "top_k": 6, "tafc": {"enabled": True, "complexity_threshold": 0.3}}
+    cold = CatalogBuilder(config(**settings))
+    warm = CatalogBuilder(config(**settings))
+    warm.prewarm(SPECS)
+    prepared: list[int] = []
+    original = CatalogBuilder._prepare
+
+    def counting(self: CatalogBuilder, specs: Any) -> Any:
+        prepared.append(len(specs))
+        return original(self, specs)
+
+    monkeypatch.setattr(CatalogBuilder, "_prepare", counting)
+    history = user("roll back the payments deployment")
+    first = await warm.build(ENTRIES, history, CatalogState())
+    assert sum(prepared) == 0  # everything was ready
+    assert first == await cold.build(ENTRIES, history, CatalogState())
+    assert sum(prepared) == len(SPECS)

@@ -264,6 +264,8 @@ def load_runtime(options: ServeOptions) -> Runtime:
         config.tools, data_dir, config_dir=config_file.parent, config_file=config_file,
         reload_tools=lambda: load_config(options.config_path, overrides).tools,
     )
+    if limits.catalog is not None:
+        limits.catalog.prewarm(toolkit.pipeline.registry)  # the first turn pays no set-up
     expired = store.expire_overflow(config.tools.overflow.retention_days)
     if expired:
         log.info("expired %d stored tool outputs", expired)

@@ -29,7 +29,7 @@ import fnmatch
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -159,6 +159,14 @@ class CatalogBuilder:
         chosen, report = await self._choose(names, tools, history, state, native)
         state.last = report
         return self._definitions(names, tools, chosen, native, report)
+
+    def prewarm(self, specs: Iterable[ToolSpec]) -> None:
+        """Prepare the tools known when the daemon loads (blocking: the runtime loads in a
+        worker thread, before any build), so that the first turn costs what every later
+        turn does. Tools that come later (MCP servers, a plugin reload) are prepared at
+        their first build, off the loop."""
+        fresh = [spec for spec in specs if self._cached(spec) is None]
+        self._tools.update((t.spec.id, t) for t in self._prepare(fresh))
 
     def _cached(self, spec: ToolSpec) -> _Tool | None:
         cached = self._tools.get(spec.id)
