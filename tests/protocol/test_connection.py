@@ -241,6 +241,7 @@ def test_requests_beyond_the_in_flight_limit_are_refused_not_queued() -> None:
     def setup(conn: Connection) -> None:
         conn.max_in_flight = 3
         conn.slot_wait = 0.05
+        conn.stall_wait = 0.2  # the handlers wait on events nothing sets: a stall
 
     async def script(pipe: Pipe, conn: Connection) -> None:
         pipe.feed(req(1, "follow"))

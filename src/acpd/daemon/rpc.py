@@ -15,10 +15,17 @@ Limits, so that no peer can make the daemon grow without bound or hang:
   peer that stops reading its stdout stops being read, and stalls only itself.
 - At most `max_in_flight` requests (with their follow-ups) run at once. The reader yields
   after every DISPATCH_BATCH frames it dispatches, so a pipelined burst is served as it
-  arrives; at the limit it waits up to `slot_wait` seconds for a slot, then answers -32600
-  instead of queueing.
-  Queueing would grow without bound, and waiting for ever would stop the editor's answers
-  to our own requests from being read: a deadlock when the running requests wait for them.
+  arrives. At the limit the reader stops reading (the peer's pipe fills, and the peer
+  waits) until a slot frees; it answers -32600 instead, and reads on, only when waiting
+  cannot help:
+  - we wait on the editor (a request of ours is unanswered: its answer may be behind the
+    unread input) and no slot freed for `slot_wait` seconds: a deadlock otherwise;
+  - no slot freed for `stall_wait` seconds at all: something is stuck, and the editor's
+    cancels must be read.
+  Otherwise the running requests wait on the daemon's own work (start-up loading the
+  runtime, handlers computing, a slow reader draining the outbox), which ends without
+  reading: on a loaded machine that can take many seconds, and a burst is then served,
+  not refused. Queueing instead would grow without bound.
 - A line is capped by the decoder (`max_line_bytes`); an oversize line is answered -32600
   and skipped.
 - At stdin EOF (or `stop()`, on SIGTERM) the daemon stops its work (`on_eof`: commands
@@ -60,6 +67,7 @@ STOP_GRACE = 1.5
 """The ordered stop (`on_eof`): 0.5 s from TERM to KILL, then up to 1 s to close the cards."""
 EOF_GRACE = 0.3
 SLOT_WAIT = 1.0
+STALL_WAIT = 60.0
 
 
 @dataclass(slots=True)
@@ -137,6 +145,7 @@ class Connection:
         self.flush_grace = FLUSH_GRACE
         self.max_in_flight = MAX_IN_FLIGHT
         self.slot_wait = SLOT_WAIT
+        self.stall_wait = STALL_WAIT
         self._slot_freed = anyio.Event()
         self._background: list[Callable[[], Awaitable[None]]] = []
         self.initialized = False
@@ -339,12 +348,7 @@ class Connection:
             err = invalid_request("not initialized: send initialize first")
             await self.send(jsonrpc.error(req.id, err))
             return
-        if self._active >= self.max_in_flight:
-            # A burst: give the running requests a moment to finish before refusing.
-            with anyio.move_on_after(self.slot_wait):
-                while self._active >= self.max_in_flight:
-                    await self._slot_freed.wait()
-        if self._active >= self.max_in_flight:
+        if self._active >= self.max_in_flight and not await self._wait_for_slot():
             err = invalid_request(
                 f"too many requests in progress (limit {self.max_in_flight}); "
                 "wait for answers before sending more"
@@ -361,6 +365,22 @@ class Connection:
         self._incoming[req.id] = task
         self._request_tasks.add(task)
         task.add_done_callback(self._request_ended)
+
+    async def _wait_for_slot(self) -> bool:
+        """At the limit: wait for a slot, reading nothing meanwhile. False when waiting cannot
+        help (see the module docstring): the request is then refused, and reading goes on."""
+        waited = 0.0
+        while True:
+            with anyio.move_on_after(self.slot_wait):
+                while self._active >= self.max_in_flight:
+                    await self._slot_freed.wait()
+            if self._active < self.max_in_flight:
+                return True
+            # Counted in windows, not from a start time: a process that was not scheduled
+            # for a while (a loaded machine) loses no more than one window to it.
+            waited += self.slot_wait
+            if self._pending or self.outbox.failed or waited >= self.stall_wait:
+                return False
 
     def _request_ended(self, task: asyncio.Task[None]) -> None:
         self._request_tasks.discard(task)
