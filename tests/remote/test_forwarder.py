@@ -159,6 +159,16 @@ def test_the_forwarder_loads_nothing_heavy(shared: Place) -> None:
               if row.startswith("import time:")}
     assert "acpd.remote.forward" in loaded
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+    # With the daemon running, the daemon answers initialize: the window imports none of
+    # the handshake (what keeps a new window within its start-up budget).
+    again = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], input=line,
+                           env=shared.env(), cwd=REPO, capture_output=True, timeout=60)
+    assert again.returncode == 0 and b'"protocolVersion":1' in again.stdout
+    loaded = {row.rsplit("|", 1)[-1].strip() for row in again.stderr.decode().splitlines()
+              if row.startswith("import time:")}
+    assert "acpd.remote.forward" in loaded
+    lean = {"acpd.daemon.handshake", "acpd.protocol.jsonrpc", "dataclasses", "typing"}
+    assert not loaded & lean, sorted(loaded & lean)
 
 
 def test_the_config_key_makes_serve_forward_and_the_flag_overrides_it(shared: Place) -> None:

@@ -159,15 +159,16 @@ def _run_command(args: argparse.Namespace) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from acpd.daemon.handshake import answer_first_initialize, reserve_stdio
-
     if args.max_line_bytes is not None and args.max_line_bytes < 1024:
         print("acpd: --max-line-bytes must be at least 1024", file=sys.stderr)
         return 2
     if args.remote == "auto" or (args.remote is None and _remote_by_config(args.config)):
         from acpd.remote.forward import run_forwarder
 
-        return run_forwarder(args)
+        return run_forwarder(args)  # imports the handshake only when it must answer
+    from acpd.daemon.handshake import answer_first_initialize
+    from acpd.daemon.protocolfds import reserve_stdio
+
     fds = reserve_stdio()
     from acpd.sandbox.status import prewarm
 

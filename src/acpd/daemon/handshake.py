@@ -1,9 +1,9 @@
 """Start-up before the event loop: the protocol descriptors and the first `initialize`.
 
-`reserve_stdio()` moves the protocol to private descriptors and points fd 1 at stderr and
-fd 0 at /dev/null, so a stray `print()`, a library that writes to stdout, or a child process
-that inherits the standard streams can neither corrupt the stream nor swallow the editor's
-next request.
+`reserve_stdio()` (daemon/protocolfds.py) moves the protocol to private descriptors and
+points fd 1 at stderr and fd 0 at /dev/null, so a stray `print()`, a library that writes to
+stdout, or a child process that inherits the standard streams can neither corrupt the stream
+nor swallow the editor's next request.
 
 An editor always sends `initialize` first and waits for it. `answer_first_initialize()` reads
 that first line with a plain blocking read and answers it straight away, before anyio,
@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import acpd
+from acpd.daemon.protocolfds import ProtocolFds
 from acpd.protocol import jsonrpc
 from acpd.protocol.errors import RpcError, invalid_params
 from acpd.protocol.framing import encode
@@ -32,23 +33,6 @@ DRAFT_VERSION = 2
 """The v2 draft: spoken only to a client that asks for it (protocol/acp_v2.py, imported
 then: a v1 start-up does not pay for it)."""
 FIRST_LINE_CAP = 1 << 20
-
-
-@dataclass(frozen=True, slots=True)
-class ProtocolFds:
-    read_fd: int
-    write_fd: int
-
-
-def reserve_stdio() -> ProtocolFds:
-    read_fd = os.dup(0)  # dup'd descriptors are non-inheritable (PEP 446)
-    write_fd = os.dup(1)
-    sys.stdout.flush()
-    os.dup2(2, 1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    return ProtocolFds(read_fd, write_fd)
 
 
 @dataclass(frozen=True, slots=True)

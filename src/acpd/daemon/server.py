@@ -8,7 +8,8 @@ import signal
 import anyio
 
 from acpd.daemon.agent import AcpAgent, ServeOptions
-from acpd.daemon.handshake import EarlyStart, ProtocolFds
+from acpd.daemon.handshake import EarlyStart
+from acpd.daemon.protocolfds import ProtocolFds
 from acpd.daemon.rpc import Connection
 from acpd.daemon.stdio import FdReader, FdWriter
 from acpd.protocol.framing import DEFAULT_MAX_LINE_BYTES

@@ -2,14 +2,18 @@
 
 In order:
 
-1. Answer the editor's first `initialize` here, exactly as `acpd serve` does
-   (daemon/handshake.py): the editor is not kept waiting for the daemon. The same line
-   then goes to the daemon, which negotiates the connection's capabilities from it; its
-   answer to that id is not passed on.
-2. Find the daemon's socket (remote/paths.py: private directory, socket and peer uid
-   checked). If none answers, take the start lock (`NAME.lock`, flock) so that windows
-   opened at once start one daemon, look again, start `acpd daemon` if still none, and
-   hold the lock until it listens (never while waiting for an editor).
+1. Find the daemon's socket (remote/paths.py: private directory, socket and peer uid
+   checked). When a daemon answers, everything the editor sends goes to it as it is, its
+   `initialize` included, and the daemon answers: the forwarder then imports nothing of
+   the handshake (standard library and remote/paths.py only), which is what makes a new
+   window fast.
+2. When none answers, answer the editor's first `initialize` here, exactly as `acpd serve`
+   does (daemon/handshake.py), so that the editor is not kept waiting while a daemon
+   starts; take the start lock (`NAME.lock`, flock) so that windows opened at once start
+   one daemon, look again, start `acpd daemon` if still none, and hold the lock until it
+   listens (never while waiting for an editor). The same `initialize` line then goes to
+   the daemon, which negotiates the connection's capabilities from it; its answer to that
+   id is not passed on.
 3. Forward bytes both ways, with a bounded buffer per direction (a side that stops reading
    stops the other side being read).
 4. End of the editor's input: half-close the socket and pass on what the daemon still
@@ -17,8 +21,8 @@ In order:
    say so on stderr, naming its log, and exit 1: the sessions are in the store, and the
    next window starts a new daemon.
 
-No event loop, no pydantic: the standard library's poll, plus what `acpd serve` imports
-for its own early answer.
+No event loop, no pydantic: the standard library's poll, plus (only when it answers
+`initialize` itself) what `acpd serve` imports for its own early answer.
 """
 
 from __future__ import annotations
@@ -29,15 +33,18 @@ import select
 import socket
 import sys
 import time
-from typing import TYPE_CHECKING, Any
 
 from acpd.remote.paths import UnsafePath, check_peer, check_socket, runtime_dir, socket_name
 
+# Not typing.TYPE_CHECKING: importing typing costs every new window a few milliseconds, and
+# mypy treats any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
     from argparse import Namespace
+    from typing import Any
 
-    from acpd.daemon.handshake import ProtocolFds
+    from acpd.daemon.protocolfds import ProtocolFds
 
 START_TIMEOUT = 20.0
 LOCK_TIMEOUT = 25.0
@@ -53,14 +60,11 @@ class DaemonGone(Exception):
 def run_forwarder(args: Namespace) -> int:
     import signal
 
-    from acpd.daemon.handshake import reserve_stdio
+    from acpd.daemon.protocolfds import reserve_stdio
 
     # Interrupted, the forwarder just ends (no traceback): the daemon sees the window go.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     fds = reserve_stdio()
-    from acpd.sandbox.status import prewarm
-
-    prewarm()  # the sandbox probe (part of the initialize answer) runs while we look around
     try:
         directory = runtime_dir()
         name = socket_name(args.config, args.data_dir, args.model)
@@ -92,12 +96,17 @@ class Connected:
 def connect_or_start(
     directory: str, name: str, args: Namespace, fds: ProtocolFds
 ) -> Connected | None:
-    """Answer the editor's initialize, then connect (starting the daemon if none listens).
-    The start lock is never held while waiting for the editor: only while a daemon starts.
-    Raises UnsafePath, DaemonGone (it could not be started)."""
+    """Connect to the daemon; when none listens, answer the editor's initialize, then start
+    one and connect. The start lock is never held while waiting for the editor: only while
+    a daemon starts. Raises UnsafePath, DaemonGone (it could not be started)."""
     path = os.path.join(directory, f"{name}.sock")
     log_path = os.path.join(directory, f"{name}.log")
-    check_socket(path)  # refuse an unsafe socket before answering anything
+    sock = try_connect(path)  # refuses an unsafe socket before anything is answered
+    if sock is not None:  # the daemon answers the editor's initialize itself
+        return Connected(sock, b"", None, log_path)
+    from acpd.sandbox.status import prewarm
+
+    prewarm()  # the sandbox probe (part of the initialize answer) runs while it is read
     first, drop_id, eof = answer_initialize(fds, args)
     if eof and not first:
         return None
