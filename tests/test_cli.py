@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +35,9 @@ def test_version() -> None:
 
 
 def test_demo_shows_the_session_with_the_editor_terminal() -> None:
-    started = time.monotonic()
-    done = run_acpd("demo")
-    elapsed = time.monotonic() - started
+    done = run_acpd("demo")  # its speed is benchmarks/startup.py's business, not a test's
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
-    assert elapsed < 20
     # Tool titles, each seen going pending -> in_progress -> completed.
     for title in ("Plan: 4 steps", "List .", "Read src/inventory.py",
                   "wc -l README.md src/*.py data/*.csv", "grep -rn TODO src notes"):

@@ -671,7 +671,8 @@ def test_a_second_daemon_takes_split_and_glued_frames(daemon: Peer, workspace: P
 def test_cancel_request_on_an_inflight_prompt_and_a_duplicate_id(
     data_dir: Path, workspace: Path, tmp_path: Path
 ) -> None:
-    slow = write_script(tmp_path / "slow.json", [{"delay": 5, "text": "too late"}])
+    # The turn would take 120 s: an answer at all proves the cancel ended it (no timing).
+    slow = write_script(tmp_path / "slow.json", [{"delay": 120, "text": "too late"}])
     with raw_daemon(data_dir, "--model", f"scripted:{slow}") as raw:
         peer = Peer(raw)
         peer.call(0, "initialize", {"protocolVersion": 1})
@@ -693,27 +694,24 @@ def test_cancel_request_on_an_inflight_prompt_and_a_duplicate_id(
             and "in progress" in answers[7]["error"]["message"]
         )
         assert answers[8]["error"]["code"] == INVALID
-        started = time.monotonic()
         peer.send({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 7}})
         while True:
-            message = peer.recv(timeout=4)
+            message = peer.recv(timeout=60)
             if message.get("id") == 7:
                 break
-        assert time.monotonic() - started < 2.5  # generous; the turn would take 5 s
         assert message["error"]["code"] == CANCELLED
         # The session is usable again (the script has no turns left: a short message).
         answer = peer.call(9, "session/prompt", prompt)
         assert answer["result"]["stopReason"] == "end_turn"
-        started = time.monotonic()
-        assert peer.raw.close(timeout=5) == 0
-        assert time.monotonic() - started < 3
+        assert peer.raw.close(timeout=30) == 0
         assert "Traceback" not in peer.stderr, peer.stderr[-3000:]
 
 
 def test_stdin_eof_ends_the_process_with_exit_code_0_even_mid_prompt(
     data_dir: Path, workspace: Path, tmp_path: Path
 ) -> None:
-    slow = write_script(tmp_path / "slow.json", [{"delay": 30, "text": "never"}])
+    # The turn would take 300 s: exiting within the close's wait proves EOF ended it.
+    slow = write_script(tmp_path / "slow.json", [{"delay": 300, "text": "never"}])
     with raw_daemon(data_dir, "--model", f"scripted:{slow}") as raw:
         peer = Peer(raw)
         peer.call(0, "initialize", {"protocolVersion": 1})
@@ -722,9 +720,7 @@ def test_stdin_eof_ends_the_process_with_exit_code_0_even_mid_prompt(
         peer.send({"jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": prompt})
         peer.send_bytes(b'{"jsonrpc":"2.0","id":8,"method":"x')  # and an unfinished line
         time.sleep(0.3)
-        started = time.monotonic()
-        assert raw.close(timeout=10) == 0
-        assert time.monotonic() - started < 3
+        assert raw.close(timeout=60) == 0
         assert "Traceback" not in peer.stderr, peer.stderr[-3000:]
 
 
@@ -784,11 +780,10 @@ def test_eof_ends_the_daemon_even_when_the_editor_stopped_reading(data_dir: Path
         raw.send_bytes(b"".join(request(n, "x/unknown-" + "m" * 60) for n in range(1, 1500)))
         time.sleep(0.5)
         assert raw.proc.poll() is None
-        started = time.monotonic()
         assert raw.proc.stdin is not None
         raw.proc.stdin.close()
-        assert raw.proc.wait(timeout=10) == 0
-        assert time.monotonic() - started < 5
+        # Nobody ever reads: without the writer's grace the daemon would wait forever.
+        assert raw.proc.wait(timeout=60) == 0
         assert raw.proc.stderr is not None
         assert b"Traceback" not in raw.proc.stderr.read()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -350,9 +349,7 @@ def test_eof_fails_pending_requests_to_the_editor() -> None:
                 await pipe.wait_for(lambda m: m.get("method") == "session/request_permission")
                 pipe.eof()
 
-    started = time.monotonic()
-    anyio.run(main)
-    assert time.monotonic() - started < 5
+    anyio.run(main)  # fail_after: the request waits forever unless EOF fails it
     assert errors and "closed its end of the connection" in errors[0]
 
 
@@ -385,9 +382,7 @@ def test_an_editor_that_stops_reading_cannot_keep_the_daemon_after_eof() -> None
                 await anyio.sleep(0.05)
                 pipe.eof()
 
-    started = time.monotonic()
-    anyio.run(main)
-    assert time.monotonic() - started < 3  # eof_grace + flush_grace, generously
+    anyio.run(main)  # fail_after: nobody ever reads, so only the grace can end it
 
 
 def test_oversize_lines_are_answered_with_the_sniffed_id_and_the_next_line_parses() -> None:
@@ -521,11 +516,9 @@ def test_eof_cancels_running_requests_and_their_cleanup_runs() -> None:
             while len(started) < 2:  # noqa: ASYNC110 (both handlers must be running)
                 await anyio.sleep(0.01)
 
-    start = time.monotonic()
-    pipe = run(handler, script)
+    pipe = run(handler, script)  # the handlers sleep forever: only EOF can end them
     assert sorted(cleaned) == ["forever", "forever"]
     assert pipe.messages() == []  # nobody is left to answer
-    assert time.monotonic() - start < 5
 
 
 def test_a_cancel_that_arrives_after_the_handler_finished_changes_nothing() -> None:

@@ -247,12 +247,14 @@ async def test_stream_cut_after_text_is_not_retried(llm_server: FakeLLMServer) -
 
 
 async def test_connection_refused_is_retried_then_reported() -> None:
+    # Bound and never listening, and kept bound: a freed port could be taken by a parallel
+    # test between here and the connect.
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    made, sleeps = provider(f"http://127.0.0.1:{port}", retries=1)
-    with pytest.raises(ProviderError, match=r"cannot talk to http://127\.0\.0\.1") as info:
-        await collect(made)
+        made, sleeps = provider(f"http://127.0.0.1:{port}", retries=1)
+        with pytest.raises(ProviderError, match=r"cannot talk to http://127\.0\.0\.1") as info:
+            await collect(made)
     assert info.value.retryable and info.value.status is None and len(sleeps.delays) == 1
 
 
