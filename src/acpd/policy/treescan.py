@@ -63,23 +63,30 @@ def _walk(start: str, limit: int, hidden: bool, rules: PathRules | None,
                             continue
                     if not hidden and name.startswith("."):
                         continue
-                    if ignored is not None and ignored(entry.path, entry.is_dir()):
+                    if ignored is not None and ignored(entry.path, _is_dir(entry, True)):
                         continue
                     if rules is not None and denied is None:
                         denied = _hard_linked(entry, rules) if links_only else \
                             _denied(entry, rules)
                         if denied is not None and skip_git:
                             return TreeFacts(count, False, git, denied)
-                    try:
-                        # the deny scan follows links into directories (grep -R, rg -L and
-                        # tar -h do; a link's target may hold denied files); counts do not
-                        if entry.is_dir(follow_symlinks=rules is not None):
-                            stack.append(entry.path)
-                    except OSError:
-                        continue
+                    # the deny scan follows links into directories (grep -R, rg -L and
+                    # tar -h do; a link's target may hold denied files); counts do not
+                    if _is_dir(entry, rules is not None):
+                        stack.append(entry.path)
         except OSError:
             continue
     return TreeFacts(count, False, git, denied)
+
+
+def _is_dir(entry: os.DirEntry[str], follow: bool) -> bool:
+    """False when it cannot be told: an error on one entry (a link into a directory we may
+    not search) must not end the scan of the rest of its directory, which may hold a denied
+    file."""
+    try:
+        return entry.is_dir(follow_symlinks=follow)
+    except OSError:
+        return False
 
 
 def _denied(entry: os.DirEntry[str], rules: PathRules) -> str | None:
