@@ -16,7 +16,7 @@ import pytest
 
 from acpd.daemon.rpc import MAX_IN_FLIGHT, SLOT_WAIT
 from tests.helpers.daemon import RawPeer, raw_daemon
-from tests.helpers.load import cpu_burners
+from tests.helpers.load import cpu_burners, lowest_priority
 
 HANG = 240.0
 """Seconds without a single message before the test calls it a hang (start-up on a machine
@@ -70,8 +70,10 @@ def test_a_slow_reader_of_a_pipelined_burst_is_served_on_a_loaded_machine(
     # Past the limit and past what the outbox and the pipe hold together, so that slots are
     # held by answers nobody has read yet.
     count = 4 * MAX_IN_FLIGHT + 2500
-    # One burner per core: loaded, without starving the tests other workers run meanwhile.
+    # One burner per core, and the daemon at their (lowest) priority: it is loaded, and the
+    # tests other workers run meanwhile are not.
     with cpu_burners(per_core=1), raw_daemon(data_dir) as raw:
+        lowest_priority(raw.proc.pid)
         reader = SlowReader(raw)
         raw.send(json.loads(request(0, "initialize", {"protocolVersion": 1})))
         assert "result" in reader.read(1)[0]

@@ -143,3 +143,32 @@ async def test_the_background_task_sleeps_until_due_and_stops(tmp_path: Path) ->
             await busy.heard.wait()
         stop.set()
     assert "wake up" in busy.messages[0]
+
+
+class EndsWhileClaiming(TaskStore):
+    """The real store, with the one moment that matters made certain: the session's prompt
+    ends while a due task's claim is being written (it is answered meanwhile)."""
+
+    session: Said
+
+    async def claim(self, task: Task, now: float) -> bool:
+        taken = await super().claim(task, now)
+        self.session.turn = False
+        return taken
+
+
+async def test_a_task_claimed_as_its_prompt_ends_waits_for_the_next_prompt(
+    tmp_path: Path,
+) -> None:
+    # ACP: nothing of a turn may follow its prompt's answer. A message said now would.
+    store = EndsWhileClaiming(tmp_path / "native.sqlite3")
+    live = LiveSessions()
+    session = store.session = Said("s", True)
+    live.add(session)
+    await store.add(Task("t1", "s", "stand up", time.time(), None), 10)
+    delivery = Delivery(store, live)
+    await delivery.deliver_due()
+    assert session.messages == []
+    session.turn = True  # the next prompt starts
+    assert await delivery.surface(session) == 1 and "stand up" in session.messages[0]
+    assert await delivery.surface(session) == 0  # said once

@@ -34,6 +34,9 @@ class Delivery:
         self.live = live
         self.parked: set[str] = set()
         """Due tasks whose session is not running a prompt: they wait for it."""
+        self.unsaid: dict[str, list[Task]] = {}
+        """Claimed while their session's prompt ended (its answer may be out: an update now
+        would follow it, which ACP forbids): said at that session's next surface()."""
         self._wake: anyio.Event | None = None
 
     def changed(self) -> None:
@@ -75,24 +78,28 @@ class Delivery:
             if session is None or not session.in_turn():
                 self.parked.add(task.id)
                 continue
-            await self._deliver(task, session, now)
+            await self._deliver(task, session, now, during_turn=True)
 
     async def surface(self, session: LiveSession) -> int:
         """Say the session's due tasks (its prompt is starting, or it was loaded); how many."""
+        said = 0
+        for task in self.unsaid.pop(session.id, []):
+            said += await self._say(task, session)
         now = time.time()
         try:
             due = await self.store.due(now, session.id)
         except ToolError as exc:
             log.warning("scheduler: %s", exc.message)
-            return 0
-        said = 0
+            return said
         for task in due:
             said += await self._deliver(task, session, now)
         if due:
             self.changed()  # a periodic task has a new due time
         return said
 
-    async def _deliver(self, task: Task, session: LiveSession, now: float) -> int:
+    async def _deliver(
+        self, task: Task, session: LiveSession, now: float, *, during_turn: bool = False
+    ) -> int:
         self.parked.discard(task.id)
         try:
             if not await self.store.claim(task, now):
@@ -100,6 +107,14 @@ class Delivery:
         except ToolError as exc:
             log.warning("scheduler: %s", exc.message)
             return 0
+        # Checked again after the claim's wait, with no wait between this and the send: the
+        # prompt may have ended meanwhile.
+        if during_turn and not session.in_turn():
+            self.unsaid.setdefault(session.id, []).append(task)
+            return 0
+        return await self._say(task, session)
+
+    async def _say(self, task: Task, session: LiveSession) -> int:
         try:
             await session.say(due_text(task))
         except Exception as exc:  # the editor went away: the task is spent all the same
