@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -280,9 +281,22 @@ def _in_plain_bash(tmp: Path, command: str, effect: str) -> bool:
     effects = Effects(ws, out, home)
     done = subprocess.run(["bash", "-c", _concrete(command, out)], cwd=ws, env=_env(home),
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
-    if effect.startswith("procs:"):
-        time.sleep(0.2)
+    if effect.startswith("procs:"):  # the background process may take a moment to appear
+        marker = effect.split(":", 1)[1]
+        deadline = time.monotonic() + 15
+        while not _marker_alive(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
     return effects.happened(effect, done.stdout + done.stderr)
+
+
+def _own_marker(command: str, effect: str) -> tuple[str, str]:
+    """A sleep length only this test uses: the suite runs in parallel, and the editor-terminal
+    and local runs of one case would otherwise find (and kill) each other's processes."""
+    if not effect.startswith("procs:"):
+        return command, effect
+    old = effect.split(":", 1)[1]
+    new = f"3{uuid.uuid4().int % 10**7:07d}"
+    return command.replace(f"sleep {old}", f"sleep {new}"), f"procs:{new}"
 
 
 @pytest.mark.parametrize("where", ["editor-terminal", "local"])
@@ -291,6 +305,7 @@ async def test_attack_has_no_effect(case: str, command: str, effect: str, where:
                                     tmp_path: Path) -> None:
     if command.split()[0] in ("rg",) and shutil.which(command.split()[0]) is None:
         pytest.skip(f"{command.split()[0]} is not installed here")
+    command, effect = _own_marker(command, effect)
     assert _in_plain_bash(tmp_path, command, effect), (
         f"{case}: the attack does nothing in plain bash, so this case proves nothing")
     shutil.rmtree(tmp_path / "plain")
