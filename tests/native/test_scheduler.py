@@ -172,3 +172,9 @@ async def test_a_task_claimed_as_its_prompt_ends_waits_for_the_next_prompt(
     session.turn = True  # the next prompt starts
     assert await delivery.surface(session) == 1 and "stand up" in session.messages[0]
     assert await delivery.surface(session) == 0  # said once
+    await store.add(Task("t2", "s", "gone with it", time.time(), None), 10)
+    session.turn = True
+    await delivery.deliver_due()  # claimed as the prompt ends again: kept to be said...
+    assert "s" in delivery.unsaid
+    delivery.forget("s")  # ...until the session is deleted
+    assert delivery.unsaid == {}

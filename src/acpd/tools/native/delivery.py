@@ -44,6 +44,11 @@ class Delivery:
         if self._wake is not None:
             self._wake.set()
 
+    def forget(self, session_id: str) -> None:
+        """The session was deleted: nothing is kept to be said to it."""
+        self.unsaid.pop(session_id, None)
+        self.changed()
+
     async def run(self, stop: anyio.Event) -> None:
         """Until `stop` is set: sleep to the next due time, surface what is due."""
         async with anyio.create_task_group() as group:

@@ -74,7 +74,7 @@ class NativeTools:
             except ToolError as exc:
                 log.warning("could not delete the tasks of %s: %s", session_id, exc.message)
             if self.delivery is not None:
-                self.delivery.changed()
+                self.delivery.forget(session_id)
         if self.knowledge is not None:
             try:
                 await self.knowledge.forget(session_id)
