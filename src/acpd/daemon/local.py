@@ -195,6 +195,10 @@ class LocalCommandRunner:
         finally:
             with anyio.CancelScope(shield=True):
                 await kill_group(process, self._groups.kill_grace)
+                # Close the pipes now: after a timeout the unread rest of a full pipe keeps
+                # its transport (two fds and the buffered output) open until the garbage
+                # collector finds it, and then warns, or fails when the loop is gone.
+                await process.aclose()
                 self._groups.discard(process.pid)
                 code = process.returncode  # negative: killed by that signal, no exit code
                 exit_code = None if outcome.timed_out or code is None or code < 0 else code

@@ -98,6 +98,7 @@ async def run_native(
     finally:
         with anyio.CancelScope(shield=True):
             await kill_group(process)
+            await process.aclose()  # a pipe left full would hold its transport until GC
     if deadline.cancelled_caught:
         raise ToolError(ErrorCategory.TIMEOUT,
                         f"plugin {name} ran past max_runtime_ms ({runtime_ms} ms) and was "
