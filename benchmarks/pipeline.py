@@ -6,8 +6,10 @@
    next to the baseline measured in the same run: the tool's `execute` called directly on
    arguments already parsed. Overhead = median(runner) - median(baseline). Target: < 0.5 ms.
 2. Through `acpd serve` over its stdio pipe: one prompt whose scripted model asks for 1,000
-   `read` calls of a small file (the result cache off, so each one really reads); the
-   per-call time is the prompt's wall time over 1,000.
+   `read` calls of small files, PER_REPLY to a reply (under the default cap of 64 calls a
+   reply, `[agent] max_tool_calls_per_reply`), each reply reading 5 files 10 times over;
+   with the result cache off (each one really reads) and on (repeats hit). The per-call
+   time is the prompt's wall time over 1,000.
 
 Run: .venv/bin/python benchmarks/pipeline.py
 """
@@ -120,16 +122,29 @@ async def _nothing(_content: Any) -> None:
     return None
 
 
+PER_REPLY = 50
+"""Tool calls in one model reply (the default cap is 64)."""
+FILES_PER_REPLY = 5
+
+
 def through_daemon(calls: int, cache: bool) -> dict[str, float]:
     work = Path(temp_dir())
     ws = work / "ws"
     ws.mkdir()
-    (ws / "hello.txt").write_text("hello\n" * 20)
+    # Each reply reads FILES_PER_REPLY files of its own (identical rounds would stop the
+    # turn as a loop), each several times (what the result cache can serve).
+    names = [f"hello{i // PER_REPLY}_{i % FILES_PER_REPLY}.txt" for i in range(calls)]
+    for name in set(names):
+        (ws / name).write_text(f"{name}\n" * 20)
     script = work / "script.json"
-    tool_calls = [{"name": "read", "arguments": {"path": "hello.txt"}} for _ in range(calls)]
-    script.write_text(json.dumps({"turns": [{"tool_calls": tool_calls}, {"text": "done"}]}))
+    reads = [{"name": "read", "arguments": {"path": name}} for name in names]
+    replies = [
+        {"tool_calls": reads[start:start + PER_REPLY]} for start in range(0, calls, PER_REPLY)
+    ]
+    script.write_text(json.dumps({"turns": [*replies, {"text": "done"}]}))
     config = work / "acpd.toml"
-    config.write_text(f"[agent]\nmax_tool_iterations = 5\ncontext_budget_tokens = 100000000\n"
+    config.write_text(f"[agent]\nmax_tool_iterations = {len(replies) + 1}\n"
+                      "context_budget_tokens = 100000000\n"
                       f"[tools.result_cache]\nenabled = {'true' if cache else 'false'}\n")
     os.environ["ACPD_CONFIG"] = str(config)
     pipe = Pipe(acpd_argv(str(work / "data"), "--model", f"scripted:{script}"))
