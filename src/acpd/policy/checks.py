@@ -201,12 +201,20 @@ _DESTRUCTIVE_ALWAYS = frozenset({"restore", "rebase", "filter-branch", "filter-r
 
 
 def _git_sub(args: list[str]) -> tuple[str | None, list[str]]:
+    sub, rest, _dirs = git_subcommand(args)
+    return sub, rest
+
+
+def git_subcommand(args: list[str]) -> tuple[str | None, list[str], list[str]]:
+    """git's subcommand, the words after it, and its `-C` directories in order."""
     from acpd.policy.programs.git import GLOBAL
     from acpd.policy.programs.spec import Model, parse_argv
 
     parsed = parse_argv(GLOBAL, args, Model("git"))
     pos = list(parsed.positionals)
-    return (pos[0], pos[1:]) if pos else (None, [])
+    if not pos:
+        return None, [], []
+    return pos[0], pos[1:], parsed.values("-C")
 
 
 def git_destructive(name: str, args: list[str], ctx: CheckContext) -> bool:

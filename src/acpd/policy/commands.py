@@ -117,6 +117,7 @@ class CommandJudge:
                 self._path(w, "write", ctx)
         if base == "git":
             self._git_objects(args, ctx)
+            self._git_hooks(args, ctx)
         if ctx.only_rule is not None:
             return
         if unmodeled:
@@ -233,6 +234,27 @@ class CommandJudge:
             self._path(path, "read", ctx)
         for finding in found.findings:
             ctx.out.add(*finding)
+
+    def _git_hooks(self, args: list[str], ctx: _Ctx) -> None:
+        """A git command that would run an existing hook runs workspace code (githooks.py):
+        allowed like a build, only when trusted or sandboxed."""
+        if ctx.only_rule is not None or ctx.trust == "trusted" or (
+                ctx.sandboxed and ctx.trust != "untrusted"):
+            return
+        from acpd.policy.checks import git_subcommand
+        from acpd.policy.githooks import hooks_that_run
+
+        sub, rest, dirs = git_subcommand(args)
+        if sub is None or DYN in sub or any(DYN in d for d in dirs):
+            return
+        for cwd in ctx.cwds or [ctx.cwd]:
+            where = cwd
+            for d in dirs:
+                where = os.path.normpath(os.path.join(where, d))
+            reason = hooks_that_run(sub, rest, where, ctx.home)
+            if reason is not None:
+                ctx.out.add("ask", "git.hooks", reason)
+                return
 
     def _workspace_script(self, what: str, ctx: _Ctx, path: str | None = None) -> None:
         if ctx.only_rule is not None:

@@ -1,0 +1,257 @@
+"""Git hooks a git command would run: code that the workspace can steer.
+
+`git commit`, `git switch`, even `git status` (post-index-change) run hooks. A hook is a
+program git starts, and what it runs is often in the workspace: `core.hooksPath = .husky`
+(husky, lefthook) points git at files the agent can edit, and a hook installed in `.git/hooks`
+by the pre-commit framework or husky 4 runs commands that `.pre-commit-config.yaml` or
+`node_modules` name. So a git command that would run an existing hook runs workspace code,
+like a build: it needs a trusted workspace or the sandbox (commands.py decides; this module
+only says whether, and why).
+
+Rules:
+- The hooks a subcommand may run were measured with every hook installed as a marker: reads
+  (`diff`, `log`, `show`, listing forms of `branch`/`tag`/`stash`, ...) run none; `status`
+  and `add` only post-index-change; `commit`, `switch`, `branch NAME`... theirs (MEASURED);
+  any other subcommand may run any hook.
+- The hooks directory is every `core.hooksPath` git could read (the repository's config and
+  `config.worktree`, the user's and the system's, every file they include, whatever its
+  `includeIf` condition: a superset, never a guess), else `$GIT_DIR/hooks`. A relative path is
+  taken from the work tree's top, `~/` from HOME.
+- A hook counts when a file of a hook's name exists there and is executable (git ignores the
+  others).
+- Nothing is cached: the files are read on each decision. What cannot be read or parsed with
+  certainty (a config over 1 MiB, includes nested past 10) counts as a hook that may run.
+
+`-c`/`--config-env` and the GIT_CONFIG_* variables, which could name another hooks directory,
+are denied elsewhere (rules and the assignment blocklist).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from acpd.policy.programs.git_index import Unreadable, find_repository
+from acpd.policy.words import DYN
+
+HOOKS = frozenset({
+    "applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
+    "prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout",
+    "post-merge", "pre-push", "pre-receive", "update", "proc-receive", "post-receive",
+    "post-update", "reference-transaction", "push-to-checkout", "pre-auto-gc", "post-rewrite",
+    "sendemail-validate", "fsmonitor-watchman", "p4-changelist", "p4-prepare-changelist",
+    "p4-post-changelist", "p4-pre-submit", "post-index-change",
+})
+NO_HOOKS = frozenset({
+    "diff", "log", "show", "rev-parse", "ls-files", "ls-tree", "blame", "annotate", "grep",
+    "describe", "shortlog", "whatchanged", "cat-file", "rev-list", "for-each-ref", "show-ref",
+    "name-rev", "merge-base", "count-objects", "check-ignore", "check-attr", "var", "version",
+    "help", "range-diff", "diff-tree", "cherry", "remote", "config", "reflog",
+})
+"""Subcommands that run no hook (`remote` and `config` only in the forms other rules allow:
+listing, `--get`)."""
+_REFS = frozenset({"reference-transaction"})
+_CHECKOUT = frozenset({"post-checkout", "post-index-change", "reference-transaction"})
+MEASURED = {
+    "status": frozenset({"post-index-change"}),
+    "add": frozenset({"post-index-change"}),
+    "commit": frozenset({"pre-commit", "prepare-commit-msg", "commit-msg", "post-commit",
+                         "post-index-change", "reference-transaction", "post-rewrite"}),
+    "branch": _REFS, "tag": _REFS, "update-ref": _REFS,
+    "switch": _CHECKOUT, "checkout": _CHECKOUT,
+    "stash": _CHECKOUT,
+    "gc": frozenset({"reference-transaction", "pre-auto-gc"}),
+}
+"""The hooks a subcommand ran (git 2.39, every hook a marker) with a margin (`stash` as a
+checkout, `commit --amend`'s post-rewrite); any other subcommand may run any hook."""
+LISTING = {"branch": ("-l", "--list", "-a", "--all", "-r", "--remotes", "--show-current",
+                      "--contains", "--merged", "--no-merged", "--points-at", "-v", "-vv",
+                      "--verbose", "--format", "--sort", "--column", "--no-column"),
+           "tag": ("-l", "--list", "-n", "--contains", "--no-contains", "--merged",
+                   "--no-merged", "--points-at", "--format", "--sort", "--column")}
+MAX_CONFIG = 1 << 20
+MAX_INCLUDE_DEPTH = 10
+SYSTEM_CONFIG = "/etc/gitconfig"
+
+
+class Uncertain(Exception):
+    """Which hooks would run cannot be told with certainty; the message says why."""
+
+
+def hooks_that_run(sub: str, sub_args: list[str], cwd: str, home: str) -> str | None:
+    """Why `git SUB SUB_ARGS` run in `cwd` would run a hook (None: it would not)."""
+    names = _hooks_of(sub, sub_args)
+    if not names:
+        return None
+    try:
+        repo = find_repository(cwd)
+        if repo is None:
+            return None
+        for directory in _hook_dirs(repo.top, repo.git_dir, home):
+            found = _existing_hook(directory, names)
+            if found is not None:
+                return (f"git {sub} would run the hook {found}, which can run code from the "
+                        "workspace; the workspace is not trusted")
+    except (Unreadable, Uncertain) as exc:
+        return f"git {sub}: cannot tell which hooks it would run ({exc})"
+    return None
+
+
+def _hooks_of(sub: str, sub_args: list[str]) -> frozenset[str]:
+    if sub in NO_HOOKS:
+        return frozenset()
+    if sub == "stash" and sub_args[:1] in (["list"], ["show"]):
+        return frozenset()
+    if sub in LISTING and _lists(sub_args, LISTING[sub]):
+        return frozenset()
+    return MEASURED.get(sub, HOOKS)
+
+
+def _lists(args: list[str], listing: tuple[str, ...]) -> bool:
+    """`git branch` / `git tag` forms that only list (no name given, or a listing option)."""
+    if any(a.split("=", 1)[0] in listing for a in args):
+        return True
+    return not any(not a.startswith("-") for a in args)
+
+
+def _hook_dirs(top: str, git_dir: str, home: str) -> list[str]:
+    configs = [os.path.join(git_dir, "config"), os.path.join(git_dir, "config.worktree"),
+               os.path.join(home, ".gitconfig"),
+               os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"),
+                            "git", "config"),
+               SYSTEM_CONFIG]
+    dirs = [os.path.join(git_dir, "hooks")]
+    for config in configs:
+        for value in _hooks_paths(config, home, 0):
+            if DYN in value:
+                raise Uncertain("core.hooksPath is not known before running")
+            expanded = os.path.join(home, value[2:]) if value.startswith("~/") else value
+            dirs.append(os.path.normpath(os.path.join(top, expanded)))
+    return dirs
+
+
+def _hooks_paths(path: str, home: str, depth: int) -> Iterator[str]:
+    """Every core.hooksPath in the config file `path` and the files it includes."""
+    if depth > MAX_INCLUDE_DEPTH:
+        raise Uncertain(f"config includes nested past {MAX_INCLUDE_DEPTH} at {path}")
+    text = _read(path)
+    if text is None:
+        return
+    for section, key, value in config_entries(text):
+        if section == "core" and key == "hookspath":
+            yield value
+        elif key == "path" and (section == "include" or section.startswith("includeif")):
+            included = os.path.join(home, value[2:]) if value.startswith("~/") else value
+            included = os.path.join(os.path.dirname(path), included)
+            yield from _hooks_paths(included, home, depth + 1)
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_CONFIG + 1)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise Uncertain(f"cannot read {path}: {exc.strerror}") from exc
+    if len(data) > MAX_CONFIG:
+        raise Uncertain(f"{path} is over 1 MiB")
+    return data.decode("utf-8", "surrogateescape")
+
+
+def config_entries(text: str) -> Iterator[tuple[str, str, str]]:
+    """(section, key, value) of a git config file: the section lower-cased with its
+    subsection (`includeif "gitdir:x"` -> `includeif.gitdir:x`), the key lower-cased, the
+    value unquoted. Git's syntax: `[section "sub"]` or `[section.sub]` headers, which may be
+    followed by an entry on the same line; `#`/`;` comments outside quotes; `\\` escapes and
+    line continuations; a key alone means true."""
+    section = ""
+    for line in _logical_lines(text):
+        rest = line.lstrip()
+        if rest.startswith("["):
+            end = _header_end(rest)
+            section = _section_name(rest[1:end])
+            rest = rest[end + 1:].lstrip()
+        if not rest or rest[0] in "#;":
+            continue
+        key, _, raw = rest.partition("=")
+        key = key.strip().lower()
+        if key:
+            yield section, key, _value(raw) if _ else "true"
+
+
+def _logical_lines(text: str) -> Iterator[str]:
+    """Lines with `\\`-newline continuations joined (a backslash escaped by another one
+    does not continue)."""
+    pending = ""
+    for line in text.splitlines():
+        stripped = line.rstrip("\r")
+        trailing = len(stripped) - len(stripped.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending += stripped[:-1]
+            continue
+        yield pending + stripped
+        pending = ""
+    if pending:
+        yield pending
+
+
+def _header_end(rest: str) -> int:
+    quoted = False
+    i = 1
+    while i < len(rest):
+        ch = rest[i]
+        if ch == "\\" and quoted:
+            i += 2
+            continue
+        if ch == '"':
+            quoted = not quoted
+        elif ch == "]" and not quoted:
+            return i
+        i += 1
+    raise Uncertain("a config section header is not closed")
+
+
+def _section_name(inside: str) -> str:
+    name, _, sub = inside.strip().partition(" ")
+    if sub:
+        sub = sub.strip()
+        if sub.startswith('"') and sub.endswith('"'):
+            sub = sub[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+        return f"{name.lower()}.{sub}"
+    return name.lower()
+
+
+def _value(raw: str) -> str:
+    out: list[str] = []
+    quoted = False
+    i = 0
+    while i < len(raw):
+        ch = raw[i]
+        if ch == "\\" and i + 1 < len(raw):
+            out.append({"n": "\n", "t": "\t", "b": "\b"}.get(raw[i + 1], raw[i + 1]))
+            i += 2
+            continue
+        if ch == '"':
+            quoted = not quoted
+        elif ch in "#;" and not quoted:
+            break
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out).strip()
+
+
+def _existing_hook(directory: str, names: frozenset[str]) -> str | None:
+    """The first hook of `names` present and executable in `directory`."""
+    try:
+        entries = os.listdir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise Uncertain(f"cannot list {directory}: {exc.strerror}") from exc
+    for name in sorted(names.intersection(entries)):
+        path = os.path.join(directory, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
