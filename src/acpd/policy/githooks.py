@@ -29,6 +29,7 @@ are denied elsewhere (rules and the assignment blocklist).
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 
 from acpd.policy.programs.git_index import Unreadable, find_repository
@@ -70,6 +71,8 @@ LISTING = {"branch": ("-l", "--list", "-a", "--all", "-r", "--remotes", "--show-
            "tag": ("-l", "--list", "-n", "--contains", "--no-contains", "--merged",
                    "--no-merged", "--points-at", "--format", "--sort", "--column")}
 MAX_CONFIG = 1 << 20
+FEW = 8
+"""Up to this many hook names are looked up one by one; more, by listing the directory."""
 MAX_INCLUDE_DEPTH = 10
 SYSTEM_CONFIG = "/etc/gitconfig"
 
@@ -135,9 +138,9 @@ def _hooks_paths(path: str, home: str, depth: int) -> Iterator[str]:
     if depth > MAX_INCLUDE_DEPTH:
         raise Uncertain(f"config includes nested past {MAX_INCLUDE_DEPTH} at {path}")
     text = _read(path)
-    if text is None:
+    if text is None or not _may_name_hooks(text):
         return
-    for section, key, value in config_entries(text):
+    for section, key, value in config_entries(text, WANTED):
         if section == "core" and key == "hookspath":
             yield value
         elif key == "path" and (section == "include" or section.startswith("includeif")):
@@ -146,25 +149,47 @@ def _hooks_paths(path: str, home: str, depth: int) -> Iterator[str]:
             yield from _hooks_paths(included, home, depth + 1)
 
 
+def _may_name_hooks(text: str) -> bool:
+    """Most configs name neither: one case-folded search instead of a parse. A key cannot be
+    split by a continuation (only values can), and escapes are for values too."""
+    folded = text.lower()
+    return "hookspath" in folded or "include" in folded
+
+
 def _read(path: str) -> str | None:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_CONFIG + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
         raise Uncertain(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        size = os.fstat(fd).st_size
+        if size > MAX_CONFIG:
+            raise Uncertain(f"{path} is over 1 MiB")
+        # Sized from fstat (a read of MAX_CONFIG would allocate 1 MiB each time); a file
+        # that grew since is read up to the cap.
+        data = os.read(fd, size + 1 if size else MAX_CONFIG + 1)
+    except OSError as exc:
+        raise Uncertain(f"cannot read {path}: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
     if len(data) > MAX_CONFIG:
         raise Uncertain(f"{path} is over 1 MiB")
     return data.decode("utf-8", "surrogateescape")
 
 
-def config_entries(text: str) -> Iterator[tuple[str, str, str]]:
+WANTED = frozenset({"hookspath", "path"})
+
+
+def config_entries(text: str, keys: frozenset[str] | None = None
+                   ) -> Iterator[tuple[str, str, str]]:
     """(section, key, value) of a git config file: the section lower-cased with its
     subsection (`includeif "gitdir:x"` -> `includeif.gitdir:x`), the key lower-cased, the
     value unquoted. Git's syntax: `[section "sub"]` or `[section.sub]` headers, which may be
     followed by an entry on the same line; `#`/`;` comments outside quotes; `\\` escapes and
-    line continuations; a key alone means true."""
+    line continuations; a key alone means true. `keys`: only those keys (the others are not
+    unquoted)."""
     section = ""
     for line in _logical_lines(text):
         rest = line.lstrip()
@@ -174,10 +199,10 @@ def config_entries(text: str) -> Iterator[tuple[str, str, str]]:
             rest = rest[end + 1:].lstrip()
         if not rest or rest[0] in "#;":
             continue
-        key, _, raw = rest.partition("=")
+        key, equals, raw = rest.partition("=")
         key = key.strip().lower()
-        if key:
-            yield section, key, _value(raw) if _ else "true"
+        if key and (keys is None or key in keys):
+            yield section, key, _value(raw) if equals else "true"
 
 
 def _logical_lines(text: str) -> Iterator[str]:
@@ -243,15 +268,25 @@ def _value(raw: str) -> str:
 
 
 def _existing_hook(directory: str, names: frozenset[str]) -> str | None:
-    """The first hook of `names` present and executable in `directory`."""
-    try:
-        entries = os.listdir(directory)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise Uncertain(f"cannot list {directory}: {exc.strerror}") from exc
-    for name in sorted(names.intersection(entries)):
+    """The first hook of `names` present and executable in `directory` (a few names are
+    looked up one by one, many by listing the directory)."""
+    if len(names) <= FEW:
+        candidates = sorted(names)
+    else:
+        try:
+            candidates = sorted(names.intersection(os.listdir(directory)))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise Uncertain(f"cannot list {directory}: {exc.strerror}") from exc
+    for name in candidates:
         path = os.path.join(directory, name)
-        if os.path.isfile(path) and os.access(path, os.X_OK):
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            raise Uncertain(f"cannot examine {path}: {exc.strerror}") from exc
+        if stat.S_ISREG(st.st_mode) and os.access(path, os.X_OK):
             return path
     return None
