@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from acpd.ownership import ownership_problem
 from acpd.policy.rules import Frozen, Policy, PolicyError, Rule
+from acpd.readcap import read_upto
 
 MAX_OVERLAY_BYTES = 256 * 1024
 MAX_PLUGINS = 200
@@ -91,7 +92,7 @@ def load_overlay(folder: Path) -> Overlay:
     try:
         fd = os.open(manifest, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         with os.fdopen(fd, "rb") as fh:
-            data = fh.read(MAX_OVERLAY_BYTES + 1)
+            data = read_upto(fh, MAX_OVERLAY_BYTES)
     except OSError as exc:
         raise PolicyError(f"{manifest}: cannot read ({exc.strerror or exc})") from exc
     if len(data) > MAX_OVERLAY_BYTES:

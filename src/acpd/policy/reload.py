@@ -26,6 +26,7 @@ from acpd.policy.decision import Decision
 from acpd.policy.engine import CompiledPolicy, compile_policy
 from acpd.policy.overlays import MAX_OVERLAY_BYTES, MAX_PLUGINS, Overlay, discover, merge
 from acpd.policy.rules import Policy, PolicyError, Trust, load_base
+from acpd.readcap import read_upto
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ def _feed(digest: Any, path: Path, *, content: bool) -> None:
                       f"\0{st.st_ino}\0".encode("utf-8", "surrogateescape"))
         if content and not os.path.isdir(path):
             with open(path, "rb") as handle:
-                digest.update(handle.read(MAX_OVERLAY_BYTES + 1))
+                digest.update(read_upto(handle, MAX_OVERLAY_BYTES))
     except OSError as exc:
         digest.update(f"{path}\0error {exc.errno}\0".encode("utf-8", "surrogateescape"))
 

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from acpd.pathglob import glob_regex
 from acpd.policy.sandbox import PathRules, inside, matches
+from acpd.readcap import read_upto
 
 MAX_GITIGNORE = 64 * 1024
 Ignored = Callable[[str, bool], bool]
@@ -169,7 +170,7 @@ def gitignore_matcher(path: str, roots: tuple[str, ...]) -> Ignored | None:
         return None
     try:
         with open(os.path.join(root, ".gitignore"), "rb") as fh:
-            data = fh.read(MAX_GITIGNORE + 1)
+            data = read_upto(fh, MAX_GITIGNORE)
     except OSError:
         return None
     if len(data) > MAX_GITIGNORE:

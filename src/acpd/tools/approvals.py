@@ -18,6 +18,8 @@ import stat
 import threading
 from pathlib import Path
 
+from acpd.readcap import read_upto
+
 log = logging.getLogger("acpd.approvals")
 
 FILE_MODE = 0o600
@@ -126,7 +128,7 @@ def _load(path: Path) -> dict[str, bool]:
             log.warning("ignoring approvals %s: not owned by us or writable by others", path)
             return {}
         with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = json.loads(handle.read(1 << 20))
+            data = json.loads(read_upto(handle, (1 << 20) - 1))
     except (OSError, ValueError) as exc:
         log.warning("ignoring unreadable approvals %s: %s", path, exc)
         return {}

@@ -29,6 +29,7 @@ from fnmatch import fnmatchcase
 
 from acpd.policy import budget as budget_mod
 from acpd.policy.sandbox import PathPattern, PathRules, inside, matches
+from acpd.readcap import read_upto
 
 MAX_INDEX = 32 * 1024 * 1024
 """Bytes of index read at most (a 100,000-file index is about 10 MiB)."""
@@ -92,7 +93,7 @@ def _read(path: str) -> bytes | None:
     """The file's bytes (None when it does not exist)."""
     try:
         with open(path, "rb") as fh:
-            data = fh.read(MAX_INDEX + 1)
+            data = read_upto(fh, MAX_INDEX)
     except FileNotFoundError:
         return None
     except OSError as exc:

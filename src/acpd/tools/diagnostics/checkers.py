@@ -19,6 +19,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from acpd.readcap import read_upto
 from acpd.tools.diagnostics.config import CheckerName
 from acpd.tools.diagnostics.parsers import (
     Diagnostic,
@@ -75,7 +76,7 @@ def _setup_cfg_has(root: str, section: str) -> bool:
 def _package_json_has(root: str, key: str) -> bool:
     try:
         with open(os.path.join(root, "package.json"), "rb") as handle:
-            return f'"{key}"'.encode() in handle.read(MAX_CONFIG_BYTES)
+            return f'"{key}"'.encode() in read_upto(handle, MAX_CONFIG_BYTES - 1)
     except OSError:
         return False
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from acpd.readcap import read_upto
 from acpd.tools.filters.matching import CommandMatcher, MatchKind
 from acpd.tools.filters.strategies import Strategy, build_strategy
 
@@ -51,7 +52,7 @@ def read_filters_file(path: str | os.PathLike[str]) -> tuple[str | None, list[st
                 "using the built-in filters"
             ]
         with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
+            data = read_upto(f, MAX_FILE_BYTES)
     except FileNotFoundError:
         return None, []
     except OSError as exc:

@@ -36,6 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from acpd.readcap import read_upto
 from acpd.tools.errors import ErrorCategory, ToolError
 from acpd.tools.native.config import SkillsConfig
 from acpd.tools.spec import Effect, ToolContext, ToolOutput, ToolSpec, redaction
@@ -126,7 +127,7 @@ def read_skill_file(root: Path, folder: str) -> str:
             raise SkillError(f"{candidate}: not a regular file")
         if info.st_nlink != 1:
             raise SkillError(f"{candidate}: has {info.st_nlink} hard links; not read")
-        data = handle.read(MAX_SKILL_BYTES + 1)
+        data = read_upto(handle, MAX_SKILL_BYTES)
     if len(data) > MAX_SKILL_BYTES:
         raise SkillError(f"{candidate}: larger than {MAX_SKILL_BYTES} bytes")
     try:

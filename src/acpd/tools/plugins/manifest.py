@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
+from acpd.readcap import read_upto
 from acpd.tools.plugins.files import MANIFEST, ManifestError, check_owned
 
 __all__ = ["MANIFEST", "ManifestError", "PluginTool", "ToolManifest", "load_tool"]
@@ -136,7 +137,7 @@ def _read(path: Path) -> bytes:
         raise ManifestError(f"{path}: cannot read ({exc.strerror or exc})") from None
     with os.fdopen(fd, "rb") as handle:
         check_owned(path, os.fstat(handle.fileno()), "file")
-        data = handle.read(MAX_MANIFEST_BYTES + 1)
+        data = read_upto(handle, MAX_MANIFEST_BYTES)
     if len(data) > MAX_MANIFEST_BYTES:
         raise ManifestError(f"{path}: over the {MAX_MANIFEST_BYTES} byte cap")
     return data
