@@ -230,8 +230,10 @@ def tree_facts(path: str, limit: int) -> TreeFacts | None:
 
 
 def foreign_repository(path: str, roots: tuple[str, ...]) -> str | None:
-    """The `.git` between `path` and its workspace root (exclusive), if any; `path` outside
-    every root is reported as itself."""
+    """The repository git would find between `path` and its workspace root (exclusive), if
+    any; `path` outside every root is reported as itself. Git's discovery takes, at each
+    directory upward, a `.git` entry, else the directory itself when it is shaped like a
+    git directory (a bare repository: HEAD, objects/, refs/), so both count."""
     root = inside(path, roots)
     if root is None:
         return path
@@ -240,5 +242,13 @@ def foreign_repository(path: str, roots: tuple[str, ...]) -> str | None:
         marker = os.path.join(cur, ".git")
         if os.path.lexists(marker):
             return marker
+        if _git_dir_shaped(cur):
+            return cur
         cur = os.path.dirname(cur)
     return None
+
+
+def _git_dir_shaped(directory: str) -> bool:
+    """Looser than git's own test (which also checks HEAD's content): any HEAD will do."""
+    return all(os.path.lexists(os.path.join(directory, name))
+               for name in ("HEAD", "objects", "refs"))
