@@ -414,6 +414,26 @@ def test_max_delete_files_is_configurable(tmp_path: Path, ws: str, home: str) ->
                                                                     "destroy.many"))
 
 
+def test_the_deletion_count_is_summed_over_the_operands(tmp_path: Path, ws: str,
+                                                          home: str) -> None:
+    """Audit of issue 15: `rm many/*` names 60 files one by one; each alone is under the
+    limit, together they are not."""
+    from acpd.policy.engine import compile_policy
+    from acpd.policy.rules import load_base
+
+    cfg = tmp_path / "p.toml"
+    cfg.write_text('[policy]\ninherit_default = false\n\n'
+                   '[[rules]]\nid = "rm.ok"\nverdict = "allow"\ncommands = ["rm"]\n')
+    loose = compile_policy(load_base(cfg)[0])  # a user who allows rm
+    default = compile_policy(load_base(None)[0])
+    for policy, cmd in ((loose, "rm many/*"), (loose, "rm -f many/f1 many/f2 many/*"),
+                        (default, "tar --remove-files -cf /tmp/x.tar many/*"),
+                        (loose, "rm -r many/f1 many/f2 many/f3 many")):
+        verdict, rules = judge(policy, ws, home, cmd, sandboxed=True)
+        assert verdict == "ask" and "destroy.many" in rules, (cmd, verdict, rules)
+    assert judge(loose, ws, home, "rm many/f1 many/f2", sandboxed=True)[0] == "allow"
+
+
 def test_models_never_raise_on_any_argv() -> None:
     """Seeded: every program's table, options in every spelling, odd words; no exception, and
     an argv the table cannot read is reported unknown rather than silently allowed."""

@@ -71,6 +71,9 @@ def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home
     content and for more than `max_files` entries."""
     found: list[Finding] = []
     protected: frozenset[str] | None = None
+    removed = dict.fromkeys(cwds, 0)
+    """Entries the command removes, summed over its operands (`rm many/*` names 60 files
+    one by one), per cwd the line may run in."""
     for raw, recursive in deletes:
         for cwd in cwds:
             path = _absolute(raw, cwd)
@@ -87,16 +90,22 @@ def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home
             if ".git" in path.split("/"):
                 found.append(("ask", "destroy.git", f"deleting {raw} removes .git content"))
                 continue
+            removed[cwd] += 1
             if not recursive or (os.path.islink(path) and entry_real(path, raw) == path):
                 continue  # a link is removed, not the tree it points to
-            facts = tree_facts(_scan_root(raw, cwd), max_files)
+            facts = tree_facts(_scan_root(raw, cwd), max(max_files - removed[cwd], 0) + 1)
             if facts is None:
                 continue
+            removed[cwd] += facts.entries
             if facts.git is not None:
                 found.append(("ask", "destroy.git", f"deleting {raw} removes {facts.git}"))
-            elif facts.over:
+            elif facts.over and removed[cwd] > max_files:
                 found.append(("ask", "destroy.many", f"deleting {raw} removes more than "
                               f"{max_files} files"))
+    if count and any(n > max_files for n in removed.values()) and not any(
+            rule == "destroy.many" for _, rule, _ in found):
+        found.append(("ask", "destroy.many", f"the command removes more than {max_files} "
+                      "files in all"))
     return found
 
 
