@@ -16,7 +16,8 @@ p95 of each, all measured in the same run:
   (`bash -c` appending to the file, the named baseline for "added per command");
 - more baselines: `git add -A && git write-tree` in a shadow repository (Gemini CLI's
   checkpointing) and a plain `os.walk` + `lstat` of every path.
-Target: under 50 ms per checkpoint when little changed.
+Target: under 50 ms per command when little changed; the verdict is printed for the sandboxed
+path and for the unconfined one (a full scan after the command) apart.
 """
 
 from __future__ import annotations
@@ -181,8 +182,15 @@ def run(top: Path, files: int, rounds: int) -> int:
         print(f"  {name:46s} {statistics.median(values):7.2f} ms {p95(values):7.2f} ms")
     median = statistics.median(watched)
     print(f"watched checkpoint / full scan: {median / statistics.median(full):.3f}x; "
-          f"/ git baseline: {median / statistics.median(git_ms):.3f}x; "
-          f"target < 50 ms: {'met' if median < 50 else 'NOT met'}")
+          f"/ git baseline: {median / statistics.median(git_ms):.3f}x")
+    # The target per command, said for each path a command can take: the watcher is
+    # trusted only after a command confined by the sandbox.
+    for name, values in (("sandboxed command", hook_sandboxed),
+                         ("unconfined command (no sandbox, a plugin or MCP tool)",
+                          hook_unconfined)):
+        cost = statistics.median(values)
+        print(f"target < 50 ms per command, {name}: {cost:.1f} ms, "
+              f"{'met' if cost < 50 else 'NOT met'}")
     return 0
 
 
