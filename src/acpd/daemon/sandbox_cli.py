@@ -82,6 +82,24 @@ def _rules_and_env(config_path: str | None, workspace: str) -> tuple[object, dic
     return PathRules.of(handle.current), env
 
 
+def _not_runnable(program: str, env: dict[str, str], cwd: str) -> tuple[int, str] | None:
+    """The shell's exit code and words for a program that cannot run here: 127 not found,
+    126 not executable. (The sandbox sees less than this process, never more, so a program
+    missing here is missing inside too.)"""
+    import shutil
+
+    if "/" in program:
+        path = os.path.join(cwd, program)
+        if not os.path.lexists(path):
+            return 127, "No such file or directory"
+        if os.path.isdir(path) or not os.access(path, os.X_OK):
+            return 126, "Permission denied" if not os.path.isdir(path) else "Is a directory"
+        return None
+    if shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+        return 127, "command not found"
+    return None
+
+
 def run_confined(args: argparse.Namespace) -> int:
     from acpd.daemon.config import default_data_dir
     from acpd.sandbox.build import build_confinement
@@ -105,6 +123,10 @@ def run_confined(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"acpd: {exc}", file=sys.stderr)
         return 2
+    missing = _not_runnable(command[0], env, workspace)
+    if missing is not None:  # bubblewrap would say so with exit code 1: keep the shell's
+        print(f"acpd sandbox: {command[0]}: {missing[1]}", file=sys.stderr)
+        return missing[0]
     status = sandbox_status()
     pins = open_pins(conf) if status.kind == "bwrap" else {}
     for fd in pins.values():
