@@ -57,6 +57,13 @@ class Runtime:
     notice: str | None = None
     """Said once, at the first prompt (and logged at start): the data directory is unusable."""
 
+    def session_over(self, session_id: str) -> None:
+        """The session is no longer live in this process (closed, deleted, its window gone
+        with its turn over): drop what was kept in memory for it. A daemon runs for days: a
+        table keyed by session that is only ever filled is a leak (tests/leaks)."""
+        self.store.forget(session_id)
+        self.pipeline.forget_session(session_id)
+
 
 class AcpAgent:
     """`hub`: set in the shared daemon (acpd/remote): the runtime, the live sessions and

@@ -216,6 +216,7 @@ class SessionMethods:
         if self.hub is not None:
             self.hub.disown(session.id)
         await self.mcp.detach(session.id)
+        self.rt.session_over(session.id)
         return {}
 
     async def delete_session(self, params: Any) -> dict[str, Any]:
@@ -232,6 +233,7 @@ class SessionMethods:
         await self.mcp.detach(session_id)
         # ACP: deleting a session that does not exist SHOULD succeed silently.
         self.rt.store.delete(session_id)
+        self.rt.session_over(session_id)
         await native_hooks.session_deleted(session_id, self.rt)  # its tasks and Knowledge
         return {}
 

@@ -235,6 +235,12 @@ class SessionStore:
         if self._failed is None:  # only once written: a failed flush is tried again
             self._meta.clear()
 
+    def forget(self, session_id: str) -> None:
+        """The session is no longer live here: drop its cached sequence numbers (read again
+        from the table by its next write, if it ever comes back)."""
+        for table in ("updates", "messages"):
+            self._seq.pop(f"{table}\0{session_id}", None)
+
     def delete(self, session_id: str) -> bool:
         self.flush_meta()
         deleted = 0
@@ -242,8 +248,7 @@ class SessionStore:
             deleted = self._db.execute(
                 "DELETE FROM sessions WHERE id = ?", (session_id,)
             ).rowcount
-        for table in ("updates", "messages"):
-            self._seq.pop(f"{table}\0{session_id}", None)
+        self.forget(session_id)
         return deleted > 0
 
     # --- per-session settings (config switches, extra roots, cost: daemon/settings.py) ----
