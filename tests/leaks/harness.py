@@ -19,7 +19,7 @@ import gc
 import json
 import os
 import socket
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,3 +172,17 @@ async def settle() -> None:
     """Let closed transports and finished tasks go (a few loop steps, no timing)."""
     for _ in range(20):
         await asyncio.sleep(0)
+
+
+def containers(**objects: Any) -> dict[str, int]:
+    """The size of every dict, list, set and deque attribute of each object, by name: a
+    table keyed by session that only fills shows up whatever it is called."""
+    sizes: dict[str, int] = {}
+    for label, obj in objects.items():
+        attrs = vars(obj) if hasattr(obj, "__dict__") else {
+            name: getattr(obj, name) for name in getattr(type(obj), "__slots__", ())
+            if hasattr(obj, name)}
+        for name, value in attrs.items():
+            if isinstance(value, dict | list | set | frozenset | deque):
+                sizes[f"{label}.{name}"] = len(value)
+    return sizes

@@ -12,7 +12,17 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.leaks.harness import Place, Window, bash, caps, grown, held, settle, window
+from tests.leaks.harness import (
+    Place,
+    Window,
+    bash,
+    caps,
+    containers,
+    grown,
+    held,
+    settle,
+    window,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -30,13 +40,8 @@ def tables(win: Window) -> dict[str, int]:
     methods = win.agent.methods
     assert methods is not None
     rt = methods.rt
-    return {
-        "sessions": len(methods.sessions),
-        "store.seq": len(rt.store._seq),
-        "store.meta": len(rt.store._meta),
-        "gates.utility": len(rt.pipeline.gates.utility._sessions),
-        "mcp.live": len(methods.mcp.live),
-    }
+    return containers(methods=methods, mcp=methods.mcp, groups=methods.groups,
+                      store=rt.store, utility=rt.pipeline.gates.utility)
 
 
 async def one_round(win: Window, cwd: str, ending: str) -> None:
