@@ -189,6 +189,7 @@ class Hub:
 
     async def window_left(self, methods: SessionMethods) -> None:
         """A connection ended: its idle sessions close, its running turns go on detached."""
+        closed = False
         for session in list(methods.sessions.values()):
             if self.owners.get(session.id) is methods:
                 del self.owners[session.id]
@@ -197,6 +198,7 @@ class Hub:
                 session.close()
                 await self.mcp.detach(session.id)
                 methods.rt.session_over(session.id)
+                closed = True
                 continue
             link = session.conn
             if isinstance(link, SessionLink):
@@ -209,6 +211,8 @@ class Hub:
                 self._end_grace(session.id)
                 timer = self._grace[session.id] = anyio.CancelScope()
                 self.start_soon(functools.partial(self._cancel_later, session, grace, timer))
+        if closed:
+            await self.release_workspaces()
         self.touch()
 
     def _note_missed(self, session_id: str, seen: int) -> None:
@@ -282,7 +286,25 @@ class Hub:
                 self._runtime.session_over(session.id)
             if self._mcp is not None:
                 self.start_soon(functools.partial(self.mcp.detach, session.id))
+            if self._tg is not None and not self.stopping:
+                self.start_soon(self.release_workspaces)
         self.touch()
+
+    def live_cwds(self) -> list[str]:
+        """The cwd of every live session, of every window and detached."""
+        cwds = [s.cwd for s in self.detached.values()]
+        for window in self.windows:
+            methods = window.agent.methods
+            if methods is not None:
+                cwds.extend(s.cwd for s in methods.sessions.values())
+        return cwds
+
+    async def release_workspaces(self) -> None:
+        """What is kept open per workspace closes for those no live session works in."""
+        if self._runtime is not None:
+            from acpd.daemon.methods import release_workspaces
+
+            await release_workspaces(self._runtime, self.live_cwds())
 
     # --- state --------------------------------------------------------------------------------
 
