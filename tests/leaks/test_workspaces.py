@@ -16,11 +16,14 @@ from typing import Any
 import anyio
 import pytest
 
+from acpd.checkpoint.book import IDLE_STORES
 from tests.leaks.harness import Place, Window, bash, caps, grown, held, settle, shared, window
 
 pytestmark = pytest.mark.anyio
 
 ROUNDS = 5
+WARM = IDLE_STORES + 1
+"""Warm-up rounds: the few stores kept open for recent workspaces are then all taken."""
 TURNS: list[dict[str, Any]] = [
     {"tool_calls": [{"name": "write", "arguments": {"path": "out.txt", "content": "x\n"}},
                     bash("echo made > made.txt")]},
@@ -72,16 +75,17 @@ async def test_one_connection(here: Place, ending: str) -> None:
 
         async def one_round(n: int) -> None:
             session_id = await work(win, project(here, n))
-            assert stores(win) == 2
+            assert stores(win) <= 2 + IDLE_STORES
             await win.raw(f"session/{ending}", {"sessionId": session_id})
 
-        await one_round(0)
-        await settle()
-        objects, fds = held(), open_fds()
-        for n in range(1, ROUNDS + 1):
+        for n in range(WARM):
             await one_round(n)
         await settle()
-        assert stores(win) == 1  # the one in use
+        objects, fds = held(), open_fds()
+        for n in range(WARM, WARM + ROUNDS):
+            await one_round(n)
+        await settle()
+        assert stores(win) == 1 + IDLE_STORES  # the one in use, the recent ones
         assert open_fds() <= fds
         assert ours(grown(objects, held(), ROUNDS)) == {}
         assert await win.prompt(kept) == "end_turn"  # its store still works
@@ -99,15 +103,37 @@ async def test_shared_daemon_windows(here: Place) -> None:
             async with window(options, tg, hub=hub) as win:
                 await win.conn.initialize(protocol_version=1, client_capabilities=caps())
                 await work(win, project(here, n))
-                assert len(book._stores) == 2
+                assert len(book._stores) <= 2 + IDLE_STORES
             # The window went away with its idle session.
 
-        await one_round(0)
-        await settle()
-        objects, fds = held(), open_fds()
-        for n in range(1, ROUNDS + 1):
+        for n in range(WARM):
             await one_round(n)
         await settle()
-        assert len(book._stores) == 1
+        objects, fds = held(), open_fds()
+        for n in range(WARM, WARM + ROUNDS):
+            await one_round(n)
+        await settle()
+        assert len(book._stores) == 1 + IDLE_STORES
         assert open_fds() <= fds
         assert ours(grown(objects, held(), ROUNDS)) == {}
+
+
+async def test_a_store_with_a_call_in_flight_stays_open(
+    here: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from acpd.checkpoint import book as book_module
+    from acpd.checkpoint.book import Checkpoints
+
+    monkeypatch.setattr(book_module, "IDLE_STORES", 0)
+    book = Checkpoints(here.data)
+    try:
+        pending = await book.begin("call_1", "sess", "write", "write", str(here.workspace))
+        assert pending.store is not None
+        assert await anyio.to_thread.run_sync(book.close_unused, []) == 0  # in flight
+        (here.workspace / "new.txt").write_text("new\n")
+        outcome = await pending.finish([])
+        assert [c.path for c in outcome.changes] == ["new.txt"]  # the store still worked
+        assert await anyio.to_thread.run_sync(book.close_unused, []) == 1
+        assert book._stores == {}
+    finally:
+        book.close()

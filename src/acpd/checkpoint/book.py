@@ -74,6 +74,10 @@ class Outcome:
     """For the model: `[files: ...]`, or "" when nothing changed."""
 
 
+IDLE_STORES = 4
+"""Stores of workspaces no live session uses that stay open (the most recently used)."""
+
+
 class Checkpoints:
     def __init__(self, data_dir: Path, settings: CheckpointSettings | None = None) -> None:
         self.data_dir = data_dir.absolute()
@@ -90,24 +94,25 @@ class Checkpoints:
         """The workspace's store, opened once. Raises OSError or sqlite3.Error."""
         real = os.path.realpath(root)
         with self._lock:
-            store = self._stores.get(real)
+            store = self._stores.pop(real, None)  # put back last: the most recently used
             if store is None:
                 store = WorkspaceStore(self.data_dir, real, self.settings.limits)
-                self._stores[real] = store
+            self._stores[real] = store
             return store
 
     def close_unused(self, in_use: Iterable[str]) -> int:
         """Close the stores of workspaces that no live session works in (`in_use`: their
-        cwds); how many. Each open store holds its database (three fds) and a file watcher
-        (an fd, and an inotify watch per directory of the workspace): a daemon that serves
-        many projects over days must not keep them all. A later call opens the store again
-        (its first checkpoint then scans in full). A store with a call in flight is kept.
+        cwds) but the IDLE_STORES most recently used; how many closed. Each open store
+        holds its database (three fds) and a file watcher (an fd, and an inotify watch per
+        directory of the workspace): a daemon that serves many projects over days must not
+        keep them all, and the few kept spare a new session in a recent workspace the full
+        scan of a store opened again. A store with a call in flight is kept.
         Blocking (a store's close waits for its lock): run it in a worker thread."""
         keep = {os.path.realpath(root) for root in in_use}
         with self._lock:
-            unused = [root for root in self._stores
+            unused = [root for root in self._stores  # least recently used first
                       if root not in keep and not self._busy.get(root)]
-            stores = [self._stores.pop(root) for root in unused]
+            stores = [self._stores.pop(root) for root in unused[:-IDLE_STORES or None]]
         for store in stores:
             store.close()
         return len(stores)
