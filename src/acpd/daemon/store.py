@@ -289,12 +289,23 @@ class SessionStore:
         ).fetchone()
         return str(row[0]) if row else None
 
-    def expire_overflow(self, retention_days: float, now: float | None = None) -> int:
-        """Delete entries older than `retention_days`; returns how many went."""
+    def expire_overflow(self, retention_days: float, now: float | None = None,
+                        limit: int | None = None) -> int:
+        """Delete entries older than `retention_days` (at most `limit` of them, the oldest
+        first); returns how many went."""
         cutoff = (time.time() if now is None else now) - retention_days * DAY
-        with self._db:
-            cursor = self._db.execute("DELETE FROM tool_overflow WHERE created_at < ?", (cutoff,))
-        return cursor.rowcount
+        if self.closed:
+            return 0
+        with self._writing(), self._db:
+            if limit is None:
+                cursor = self._db.execute(
+                    "DELETE FROM tool_overflow WHERE created_at < ?", (cutoff,))
+            else:
+                cursor = self._db.execute(
+                    "DELETE FROM tool_overflow WHERE id IN (SELECT id FROM tool_overflow "
+                    "WHERE created_at < ? ORDER BY created_at LIMIT ?)", (cutoff, limit))
+            return cursor.rowcount
+        return 0
 
     def append_update(self, session_id: str, update: dict[str, Any]) -> None:
         self._append("updates", session_id, update)
