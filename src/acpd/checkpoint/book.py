@@ -18,7 +18,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,6 +74,10 @@ class Outcome:
     """For the model: `[files: ...]`, or "" when nothing changed."""
 
 
+IDLE_STORES = 4
+"""Stores of workspaces no live session uses that stay open (the most recently used)."""
+
+
 class Checkpoints:
     def __init__(self, data_dir: Path, settings: CheckpointSettings | None = None) -> None:
         self.data_dir = data_dir.absolute()
@@ -82,17 +86,48 @@ class Checkpoints:
         """The read tool's rules for a workspace root (tools/fs/hidden.py): files they
         refuse are never diffed in a card. None: every change may be shown."""
         self._stores: dict[str, WorkspaceStore] = {}
+        self._busy: dict[str, int] = {}
+        """Calls between their checkpoint before and after, by store root: never closed."""
         self._lock = threading.Lock()
 
     def store(self, root: str) -> WorkspaceStore:
         """The workspace's store, opened once. Raises OSError or sqlite3.Error."""
         real = os.path.realpath(root)
         with self._lock:
-            store = self._stores.get(real)
+            store = self._stores.pop(real, None)  # put back last: the most recently used
             if store is None:
                 store = WorkspaceStore(self.data_dir, real, self.settings.limits)
-                self._stores[real] = store
+            self._stores[real] = store
             return store
+
+    def close_unused(self, in_use: Iterable[str]) -> int:
+        """Close the stores of workspaces that no live session works in (`in_use`: their
+        cwds) but the IDLE_STORES most recently used; how many closed. Each open store
+        holds its database (three fds) and a file watcher (an fd, and an inotify watch per
+        directory of the workspace): a daemon that serves many projects over days must not
+        keep them all, and the few kept spare a new session in a recent workspace the full
+        scan of a store opened again. A store with a call in flight is kept.
+        Blocking (a store's close waits for its lock): run it in a worker thread."""
+        keep = {os.path.realpath(root) for root in in_use}
+        with self._lock:
+            unused = [root for root in self._stores  # least recently used first
+                      if root not in keep and not self._busy.get(root)]
+            stores = [self._stores.pop(root) for root in unused[:-IDLE_STORES or None]]
+        for store in stores:
+            store.close()
+        return len(stores)
+
+    def _hold(self, store: WorkspaceStore) -> None:
+        with self._lock:
+            self._busy[store.root] = self._busy.get(store.root, 0) + 1
+
+    def _let_go(self, store: WorkspaceStore) -> None:
+        with self._lock:
+            left = self._busy.get(store.root, 0) - 1
+            if left > 0:
+                self._busy[store.root] = left
+            else:
+                self._busy.pop(store.root, None)
 
     async def hidden_at(self, root: str) -> Hidden:
         if self.hidden is None:
@@ -125,6 +160,7 @@ class Checkpoints:
                                                       started, []), f"{exc}")
         record = CallRecord(call_id, session, tool, title, started, started, [],
                             list(before.notes), before.complete)
+        self._hold(store)  # until finish(), which every call reaches (tools/execution.py)
         return Pending(self, store, before.entries, record, None,
                        scope if before.scoped else None, before.generation)
 
@@ -151,6 +187,12 @@ class Pending:
                             "be undone.")
             return Outcome([], [note], "")
         store = self.store
+        try:
+            return await self._finish(store, shown, confined)
+        finally:
+            self.book._let_go(store)
+
+    async def _finish(self, store: WorkspaceStore, shown: list[str], confined: bool) -> Outcome:
         try:
             after = await anyio.to_thread.run_sync(
                 lambda: store.checkpoint(self.scope, trust_watch=confined))

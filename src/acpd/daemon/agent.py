@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -37,6 +38,8 @@ SESSION_METHODS = frozenset({
     "session/delete", "session/prompt", "session/set_mode", "session/set_config_option",
 })
 META_FLUSH_DELAY = 0.05  # seconds a metadata change may wait for its write (see SessionStore)
+OVERFLOW_SWEEP = 3600.0
+OVERFLOW_SWEEP_BATCH = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,33 @@ class Runtime:
     toolkit: Toolkit
     notice: str | None = None
     """Said once, at the first prompt (and logged at start): the data directory is unusable."""
+    overflow_swept: float = field(default_factory=time.monotonic)
+    """When stored tool outputs past their retention were last deleted (at start, then at
+    most every OVERFLOW_SWEEP seconds as sessions end)."""
+
+    def session_over(self, session_id: str) -> None:
+        """The session is no longer live in this process (closed, deleted, its window gone
+        with its turn over): drop what was kept in memory for it. A daemon runs for days: a
+        table keyed by session that is only ever filled is a leak (tests/leaks)."""
+        self.store.forget(session_id)
+        self.pipeline.forget_session(session_id)
+        self._sweep_overflow()
+
+    def _sweep_overflow(self) -> None:
+        """`retention_days` holds for a daemon that runs for weeks too, not only from one
+        start to the next: a bounded batch, so the loop is never held long."""
+        now = time.monotonic()
+        if now - self.overflow_swept < OVERFLOW_SWEEP:
+            return
+        self.overflow_swept = now
+        try:
+            gone = self.store.expire_overflow(self.config.tools.overflow.retention_days,
+                                              limit=OVERFLOW_SWEEP_BATCH)
+        except Exception:  # the disk's problem, kept by the store; never the request's
+            log.exception("cannot expire stored tool outputs")
+            return
+        if gone:
+            log.info("expired %d stored tool outputs", gone)
 
 
 class AcpAgent:

@@ -8,6 +8,7 @@ module imports what it needs at the top: a handler pays no import on its way.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import uuid
 from collections.abc import Awaitable, Callable
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
     from acpd.daemon.rpc import EditorPeer
     from acpd.remote.hub import Hub
     from acpd.tools.capabilities import CommandRunner
+
+log = logging.getLogger("acpd.session")
 
 MODE_NAMES = {
     "read-only": ("Read-only", "Only tools that read; anything that changes state is denied."),
@@ -216,6 +219,8 @@ class SessionMethods:
         if self.hub is not None:
             self.hub.disown(session.id)
         await self.mcp.detach(session.id)
+        self.rt.session_over(session.id)
+        await self.release_workspaces()
         return {}
 
     async def delete_session(self, params: Any) -> dict[str, Any]:
@@ -232,8 +237,18 @@ class SessionMethods:
         await self.mcp.detach(session_id)
         # ACP: deleting a session that does not exist SHOULD succeed silently.
         self.rt.store.delete(session_id)
+        self.rt.session_over(session_id)
         await native_hooks.session_deleted(session_id, self.rt)  # its tasks and Knowledge
+        await self.release_workspaces()
         return {}
+
+    async def release_workspaces(self) -> None:
+        """Close what is kept open per workspace (its checkpoint store) for the workspaces
+        no live session works in any more."""
+        if self.hub is not None:
+            await self.hub.release_workspaces()
+            return
+        await release_workspaces(self.rt, [s.cwd for s in self.sessions.values()])
 
     def _live(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
@@ -418,6 +433,19 @@ class SessionMethods:
                 EditorForms(session.conn, session.id) if client_takes_forms(client.raw) else None
             ),
         )
+
+
+async def release_workspaces(rt: Runtime, in_use: list[str]) -> None:
+    """What is kept per workspace (checkpoint store, approvals) goes for the workspaces
+    that are not `in_use` (the cwds of the live sessions): a daemon serves many projects
+    over its life. The stores close in a worker thread; a failure is logged."""
+    rt.toolkit.approvals.close_unused(in_use)  # here: sessions open theirs on this thread
+    book = rt.pipeline.checkpoints
+    if book is not None:
+        try:
+            await anyio.to_thread.run_sync(book.close_unused, in_use)
+        except Exception:  # a store that fails to close is not the request's problem
+            log.exception("cannot close the checkpoint stores no session uses")
 
 
 def _check_cwd(cwd: str) -> None:

@@ -235,6 +235,12 @@ class SessionStore:
         if self._failed is None:  # only once written: a failed flush is tried again
             self._meta.clear()
 
+    def forget(self, session_id: str) -> None:
+        """The session is no longer live here: drop its cached sequence numbers (read again
+        from the table by its next write, if it ever comes back)."""
+        for table in ("updates", "messages"):
+            self._seq.pop(f"{table}\0{session_id}", None)
+
     def delete(self, session_id: str) -> bool:
         self.flush_meta()
         deleted = 0
@@ -242,8 +248,7 @@ class SessionStore:
             deleted = self._db.execute(
                 "DELETE FROM sessions WHERE id = ?", (session_id,)
             ).rowcount
-        for table in ("updates", "messages"):
-            self._seq.pop(f"{table}\0{session_id}", None)
+        self.forget(session_id)
         return deleted > 0
 
     # --- per-session settings (config switches, extra roots, cost: daemon/settings.py) ----
@@ -284,12 +289,23 @@ class SessionStore:
         ).fetchone()
         return str(row[0]) if row else None
 
-    def expire_overflow(self, retention_days: float, now: float | None = None) -> int:
-        """Delete entries older than `retention_days`; returns how many went."""
+    def expire_overflow(self, retention_days: float, now: float | None = None,
+                        limit: int | None = None) -> int:
+        """Delete entries older than `retention_days` (at most `limit` of them, the oldest
+        first); returns how many went."""
         cutoff = (time.time() if now is None else now) - retention_days * DAY
-        with self._db:
-            cursor = self._db.execute("DELETE FROM tool_overflow WHERE created_at < ?", (cutoff,))
-        return cursor.rowcount
+        if self.closed:
+            return 0
+        with self._writing(), self._db:
+            if limit is None:
+                cursor = self._db.execute(
+                    "DELETE FROM tool_overflow WHERE created_at < ?", (cutoff,))
+            else:
+                cursor = self._db.execute(
+                    "DELETE FROM tool_overflow WHERE id IN (SELECT id FROM tool_overflow "
+                    "WHERE created_at < ? ORDER BY created_at LIMIT ?)", (cutoff, limit))
+            return cursor.rowcount
+        return 0
 
     def append_update(self, session_id: str, update: dict[str, Any]) -> None:
         self._append("updates", session_id, update)

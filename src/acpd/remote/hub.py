@@ -20,6 +20,7 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import os
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("acpd.remote")
 
 STOP_CARD_GRACE = 1.0
+MAX_MISSED = 1024
+"""Sessions whose "updates seen when the window left" are kept for their resume (the oldest
+go first: such a session resumed later gets its whole history by `session/load`)."""
 
 
 @dataclass(eq=False)
@@ -79,8 +83,10 @@ class Hub:
         self._numbers = 0
         self._activity = anyio.Event()
         self._runtime_lock = anyio.Lock()
-        self._detaches = 0
-        self._detached_at: dict[str, int] = {}
+        self._grace: dict[str, anyio.CancelScope] = {}
+        """The `detach_grace` timer of each detached session: ended with the detach (the
+        turn ended, a window took it back, the session was deleted), not left to sleep out
+        the grace holding the session and the window that left."""
         self.on_stopping: Callable[[], None] | None = None
         """Called as the stop begins: stop listening, so that a window opened meanwhile
         starts a new daemon instead of reaching this one."""
@@ -155,6 +161,7 @@ class Hub:
         window drives it and `take_over` is not given."""
         running = self.detached.pop(session_id, None)
         if running is not None:
+            self._end_grace(session_id)
             return running
         owner = self.owners.get(session_id)
         if owner is None or owner is methods:
@@ -177,9 +184,12 @@ class Hub:
     def disown(self, session_id: str) -> None:
         self.owners.pop(session_id, None)
         self.detached.pop(session_id, None)
+        self._end_grace(session_id)
+        self.missed.pop(session_id, None)  # closed or deleted: no resume is owed
 
     async def window_left(self, methods: SessionMethods) -> None:
         """A connection ended: its idle sessions close, its running turns go on detached."""
+        closed = False
         for session in list(methods.sessions.values()):
             if self.owners.get(session.id) is methods:
                 del self.owners[session.id]
@@ -187,28 +197,49 @@ class Hub:
             if session.idle.is_set() or self.stopping:
                 session.close()
                 await self.mcp.detach(session.id)
+                methods.rt.session_over(session.id)
+                closed = True
                 continue
             link = session.conn
             if isinstance(link, SessionLink):
                 link.detach()
             self.detached[session.id] = session
-            self.missed[session.id] = methods.rt.store.update_count(session.id)
+            self._note_missed(session.id, methods.rt.store.update_count(session.id))
             log.info("window left; the turn of %s goes on", session.id)
             grace = methods.rt.config.daemon.detach_grace
             if grace is not None:
-                self._detaches += 1  # a timer counts for this detach only
-                self._detached_at[session.id] = self._detaches
-                self.start_soon(functools.partial(
-                    self._cancel_later, session, grace, self._detaches))
+                self._end_grace(session.id)
+                timer = self._grace[session.id] = anyio.CancelScope()
+                self.start_soon(functools.partial(self._cancel_later, session, grace, timer))
+        if closed:
+            await self.release_workspaces()
         self.touch()
 
-    async def _cancel_later(self, session: Session, grace: float, detach: int) -> None:
-        await anyio.sleep(grace)
-        if (self.detached.get(session.id) is session and not session.idle.is_set()
-                and self._detached_at.get(session.id) == detach):
+    def _note_missed(self, session_id: str, seen: int) -> None:
+        """Kept until a window resumes the session (or it is deleted), for the most recent
+        MAX_MISSED sessions: one never resumed must not be kept for the daemon's life."""
+        self.missed.pop(session_id, None)
+        self.missed[session_id] = seen
+        while len(self.missed) > MAX_MISSED:
+            del self.missed[next(iter(self.missed))]
+
+    async def _cancel_later(self, session: Session, grace: float,
+                            timer: anyio.CancelScope) -> None:
+        with timer:
+            await anyio.sleep(grace)
+        if timer.cancel_called:  # the detach ended first
+            return
+        if self._grace.get(session.id) is timer:
+            del self._grace[session.id]
+        if self.detached.get(session.id) is session and not session.idle.is_set():
             log.info("no window came back within %g s: cancelling the turn of %s",
                      grace, session.id)
             session.cancel()
+
+    def _end_grace(self, session_id: str) -> None:
+        timer = self._grace.pop(session_id, None)
+        if timer is not None:
+            timer.cancel()
 
     # --- turns --------------------------------------------------------------------------------
 
@@ -249,10 +280,31 @@ class Hub:
         if self.detached.get(session.id) is session:
             # Nobody is left to show it: the store has it for the next load.
             del self.detached[session.id]
+            self._end_grace(session.id)
             session.close()
+            if self._runtime is not None:
+                self._runtime.session_over(session.id)
             if self._mcp is not None:
                 self.start_soon(functools.partial(self.mcp.detach, session.id))
+            if self._tg is not None and not self.stopping:
+                self.start_soon(self.release_workspaces)
         self.touch()
+
+    def live_cwds(self) -> list[str]:
+        """The cwd of every live session, of every window and detached."""
+        cwds = [s.cwd for s in self.detached.values()]
+        for window in self.windows:
+            methods = window.agent.methods
+            if methods is not None:
+                cwds.extend(s.cwd for s in methods.sessions.values())
+        return cwds
+
+    async def release_workspaces(self) -> None:
+        """What is kept open per workspace closes for those no live session works in."""
+        if self._runtime is not None:
+            from acpd.daemon.methods import release_workspaces
+
+            await release_workspaces(self._runtime, self.live_cwds())
 
     # --- state --------------------------------------------------------------------------------
 
@@ -305,6 +357,7 @@ class Hub:
                 for w in self.windows if not w.agent.follower
             ],
             "sessions": sessions,
+            "tasks": len(asyncio.all_tasks()),  # for soak runs: what the daemon keeps running
         }
 
     # --- stopping -----------------------------------------------------------------------------

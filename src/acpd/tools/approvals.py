@@ -16,6 +16,7 @@ import logging
 import os
 import stat
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 from acpd.readcap import read_upto
@@ -84,6 +85,15 @@ class ApprovalBook:
                 path = self.directory / f"{digest}.json"
             found = self._open[real] = Approvals(real, path)
         return found
+
+    def close_unused(self, in_use: Iterable[str]) -> None:
+        """Forget the workspaces no live session works in (`in_use`: their cwds): their
+        answers are on disk, read again when a session opens there. Those in use keep
+        theirs (every session of a workspace must share one `Approvals`), and so do all
+        when there is no directory to keep them in."""
+        keep = {os.path.realpath(workspace) for workspace in in_use}
+        for real in [r for r, a in self._open.items() if r not in keep and a.path is not None]:
+            del self._open[real]
 
 
 def write_atomic(path: Path, data: object) -> None:

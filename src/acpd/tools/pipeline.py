@@ -130,6 +130,11 @@ class ToolPipeline:
         """Authorization rules, utility and policy gates, hallucination warnings (all off
         unless configured: tools/gates)."""
 
+    def forget_session(self, session_id: str) -> None:
+        """The session is over in this process (closed, deleted, its window gone): what the
+        pipeline kept for it in memory goes (the store keeps what is on disk)."""
+        self.gates.forget(session_id)
+
     def catalog(self, mode: str, state: SessionTools | None = None, *,
                 network: bool = True) -> list[tuple[str, ToolSpec]]:
         """(name, spec) of each tool the model may be shown now, in executor order: never a

@@ -50,8 +50,16 @@ class Gates:
         conversation that got shorter (/clear, a compression) no longer holds the earlier
         outputs, so repeating a call is useful again; and what the user's prompt spells out
         is a call the user asked for."""
+        if not self.utility.config.enabled:
+            # Nothing to score with: keep nothing (the prompt alone may be 64 KB a session).
+            self.utility.forget(session)
+            return
         prompt = next((m.text for m in reversed(history) if m.role == "user"), "")
         self.utility.begin_turn(session, len(history), prompt)
+
+    def forget(self, session: str) -> None:
+        """The session is over: what the gates kept for it goes."""
+        self.utility.forget(session)
 
     def status(self, model: str | None) -> str:
         """`/status` lines for the gates that are on ("" when none is)."""

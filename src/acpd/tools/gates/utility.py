@@ -19,7 +19,8 @@ Rules (the seed's invariants):
   - a tool that changes state is never skipped on its score alone (only on a scoring error);
   - the state is per session, in memory, bounded (recent `window` calls, MAX_SESSIONS
     sessions, least recently used dropped first), and forgotten when the conversation gets
-    shorter (/clear, a compression): the model no longer has those outputs.
+    shorter (/clear, a compression): the model no longer has those outputs; it is kept only
+    while the gate is on, and dropped when the session is over (closed, deleted).
 """
 
 from __future__ import annotations
@@ -134,6 +135,10 @@ class UtilityScorer:
         calls.append(seen)
         while len(calls) > self.config.window:
             calls.popleft()
+
+    def forget(self, session: str) -> None:
+        """The session is over (closed, deleted, its window gone): its calls and prompt go."""
+        self._sessions.pop(session, None)
 
     def _history(self, session: str) -> _History:
         history = self._sessions.get(session)

@@ -15,7 +15,7 @@ import anyio
 
 from acpd.tools.errors import ToolError
 from acpd.tools.native.live import LiveSession, LiveSessions
-from acpd.tools.native.scheduler import MAX_SLEEP, Task, TaskStore
+from acpd.tools.native.scheduler import DUE_BATCH, MAX_SLEEP, Task, TaskStore
 
 log = logging.getLogger("acpd.tools.scheduler")
 
@@ -33,7 +33,8 @@ class Delivery:
         self.store = store
         self.live = live
         self.parked: set[str] = set()
-        """Due tasks whose session is not running a prompt: they wait for it."""
+        """Due tasks whose session is not running a prompt: they wait for it (as of the last
+        look at the due tasks)."""
         self.unsaid: dict[str, list[Task]] = {}
         """Claimed while their session's prompt ended (its answer may be out: an update now
         would follow it, which ACP forbids): said at that session's next surface()."""
@@ -78,12 +79,17 @@ class Delivery:
         except Exception as exc:
             log.warning("scheduler: %s", getattr(exc, "message", exc))
             return
+        parked: set[str] = set()
         for task in due:
             session = self.live.get(task.session_id)
             if session is None or not session.in_turn():
-                self.parked.add(task.id)
+                parked.add(task.id)
                 continue
             await self._deliver(task, session, now, during_turn=True)
+        # Built afresh from what is due now: a parked task that was cancelled, deleted with
+        # its session or claimed by another daemon is no longer due, and is not kept (the
+        # set only grew before). A full batch may not show every parked task: keep those.
+        self.parked = parked if len(due) < DUE_BATCH else self.parked | parked
 
     async def surface(self, session: LiveSession) -> int:
         """Say the session's due tasks (its prompt is starting, or it was loaded); how many."""

@@ -67,6 +67,10 @@ class Task:
     period: float | None
 
 
+DUE_BATCH = 500
+"""The most due tasks one `due()` returns."""
+
+
 class TaskStore:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -134,7 +138,7 @@ class TaskStore:
                 where, args = where + " AND session_id = ?", [now, session_id]
             rows = db.execute(
                 f"SELECT id, session_id, message, due_at, period FROM tasks WHERE {where} "
-                "ORDER BY due_at, id LIMIT 500", args,
+                f"ORDER BY due_at, id LIMIT {DUE_BATCH}", args,
             ).fetchall()
             return [Task(*row) for row in rows]
 
