@@ -234,8 +234,10 @@ _GIT_READS = frozenset({"diff", "grep", "show", "blame", "annotate", "archive",
 _EXTRACTORS = frozenset({
     "unzip", "7z", "7za", "7zr", "unrar", "cpio", "bsdtar", "bsdcpio", "ar", "pax", "jar",
     "gunzip", "bunzip2", "unxz", "unlzma", "unzstd", "lz4", "unlz4", "uncompress", "patch",
-    "dpkg-deb", "rpm2cpio", "wget", "curl", "scp", "rsync", "svn", "hg", "pip", "pip3",
-    "npm", "unsquashfs", "zstdcat"})
+    "dpkg-deb", "rpm2cpio", "wget", "curl", "scp", "rsync", "svn", "hg", "unsquashfs"})
+"""Programs that write files whose names and contents come from an archive, a patch or the
+network (links to files outside the workspace included). Package managers are not here: what
+they unpack lands in their own trees, and a build after them is the common case."""
 _DECOMPRESSORS = frozenset({"gzip", "bzip2", "xz", "lzma", "zstd", "pigz", "lzip", "lzop"})
 
 
