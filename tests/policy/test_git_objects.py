@@ -41,7 +41,8 @@ def make_repo(ws: Path) -> Path:
     git(ws, "switch", "-q", "-c", "feat")
     (ws / "secrets").mkdir()
     (ws / "secrets" / "token.txt").write_text(f"{CANARY}\n")
-    git(ws, "add", "-f", "secrets/token.txt")
+    (ws / "peek").symlink_to("secrets/token.txt")  # a link a checkout creates
+    git(ws, "add", "-f", "secrets/token.txt", "peek")
     git(ws, "commit", "-q", "-m", "token")
     git(ws, "switch", "-q", "main")
     (ws / "notes").mkdir()
@@ -127,7 +128,8 @@ LINE_READS = [
     "for i in 1 2; do grep -r CANARY .; git switch -q feat; done",
     "f(){ cat */*; }; git stash pop -q; f", "git switch -q feat && grep -r CANARY secrets",
     "(git stash pop -q) && rg -uu CANARY", "git checkout -q feat && cat */*",
-    "git switch -q feat && git grep CANARY",
+    "git switch -q feat && git grep CANARY", "git switch -q feat && cat peek",
+    "cat peek 2>/dev/null; git stash pop -q; git switch -q feat; head -n1 peek",
 ]
 LINE_BENIGN = [
     "mkdir -p build && cp a.txt build/ && grep -r hello build", "git switch -q feat && git log",

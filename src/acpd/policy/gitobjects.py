@@ -27,8 +27,9 @@ B. Files a line creates before a later command of it reads them: tree scans and 
    -r K .`, `tar -xf a.tar && grep -r K .` read files (a `.env` restored from history) that no
    scan saw. When one command of the line can create files from a source the judge does not
    see (git's object store, an archive, a compressed file, a patch, the network) and another
-   command of it walks a tree, reads a glob's expansion, or prints tracked content through git,
-   the line asks, in whatever order or control-flow position the two stand (loops and functions
+   command of it walks a tree, reads a glob's expansion, reads a path by name (a file the
+   creator writes may be a link to anywhere) or prints tracked content through git, the line
+   asks, in whatever order or control-flow position the two stand (loops and functions
    run "earlier" commands later).
 
 Limits: a search in binary mode still prints lines of a compressed object that holds no NUL
@@ -117,6 +118,9 @@ def read_finding(raw: str, cwd: str, rules: PathRules) -> Finding | None:
     """A read of `raw` (from `cwd`) by a program that prints what it reads."""
     if not rules.deny_read or not raw or "\x00" in raw:
         return None
+    state = _state()
+    if state is not None:
+        state.pending_read = True  # (the command it belongs to is recorded next: B)
     lexical = _normpath(raw if raw.startswith("/") else f"{cwd.rstrip('/')}/{raw}")
     try:
         real = resolve(lexical)
@@ -247,6 +251,8 @@ class _Line(threading.local):
     creators: dict[int, str] | None = None
     readers: dict[int, str] | None = None
     told: bool = False
+    pending_read: bool = False
+    """A path was read since the last command was recorded (its redirects and arguments)."""
 
 
 _line = _Line()
@@ -264,6 +270,7 @@ def _state() -> _Line | None:
         _line.creators = {}
         _line.readers = {}
         _line.told = False
+        _line.pending_read = False
     return _line
 
 
@@ -296,12 +303,16 @@ def creates_unseen(program: str, args: list[str]) -> str | None:
     return None
 
 
-def reads_created(program: str, args: list[str], walks: bool, globbed: bool) -> str | None:
-    """How a command reads files that may have been created earlier in the line, or None."""
+def reads_created(program: str, args: list[str], walks: bool, globbed: bool,
+                  named: bool = False) -> str | None:
+    """How a command reads files that may have been created earlier in the line, or None.
+    `named`: it reads paths by name (a file a creator writes may be a link to anywhere)."""
     if walks and program not in NAME_WALKERS:
         return f"{program} walks a tree"
     if globbed and program not in NAME_WALKERS and program != "git":
         return f"{program} reads a glob's expansion"
+    if named and program not in NAME_WALKERS:
+        return f"{program} reads files by name (which may be new, or links to anywhere)"
     if program == "git":
         from acpd.policy.programs.git_history import _form
 
@@ -322,10 +333,11 @@ def line_finding(program: str, args: list[str], walks: bool, globbed: bool,
         return None
     state.calls += 1
     me = state.calls
+    named, state.pending_read = state.pending_read, False
     made = creates_unseen(program, args)
     if made is not None:
         state.creators[me] = made
-    read = reads_created(program, args, walks, globbed)
+    read = reads_created(program, args, walks, globbed, named)
     if read is not None:
         state.readers[me] = read
     if state.told or not state.creators or not state.readers:
