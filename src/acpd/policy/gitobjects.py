@@ -44,11 +44,13 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from acpd.policy.decision import Verdict
+from acpd.policy.programs.git_history import _form as git_form
 from acpd.policy.programs.git_index import MAGIC, may_reach
-from acpd.policy.sandbox import PathRules, _normpath, decision_links, resolve
+from acpd.policy.sandbox import PathRules, _join, _normpath, decision_links, resolve
 from acpd.policy.treescan import SCAN_LIMIT, name_filter, tree_facts
 
 if TYPE_CHECKING:
@@ -75,19 +77,23 @@ NAME_WALKERS = frozenset({"ls", "du", "find", "tree", "stat", "wc", "file", "git
 def store_place(path: str) -> tuple[str, str] | None:
     """(git directory, repository top or MAGIC) when the absolute normal `path` lies in a
     git directory's content-bearing part; None otherwise."""
+    low = path.lower()
+    name = path[path.rfind("/") + 1 :]
+    if ".git" not in low and "objects" not in low and not name.startswith("pack-") and \
+            len(name) not in (38, 62):
+        return None  # (the common case: one scan of the string)
     comps = path.split("/")
-    folded = path.lower().split("/") if "git" in path.lower() else comps
+    folded = low.split("/") if ".git" in low else comps
     if ".git" in folded:  # (case-insensitive file systems: `.GIT/objects`)
         k = folded.index(".git")
         rest = comps[k + 1 :]
         if rest and rest[0] not in CONTENT_FREE:
             return "/".join(comps[: k + 1]), "/".join(comps[:k]) or "/"
         return None
-    name = comps[-1]
     if (_LOOSE.fullmatch(name) and len(comps) > 1 and _FANOUT.fullmatch(comps[-2])) or \
             _PACK.fullmatch(name):
         return os.path.dirname(path), MAGIC
-    folded = path.lower().split("/") if "objects" in path.lower() else []
+    folded = low.split("/") if "objects" in low else []
     if "objects" in folded:
         k = len(folded) - 1 - folded[::-1].index("objects")
         git_dir = "/".join(comps[:k]) or "/"
@@ -121,9 +127,11 @@ def read_finding(raw: str, cwd: str, rules: PathRules) -> Finding | None:
     state = _state()
     if state is not None:
         state.pending_read = True  # (the command it belongs to is recorded next: B)
-    lexical = _normpath(raw if raw.startswith("/") else f"{cwd.rstrip('/')}/{raw}")
+    lexical = _normpath(raw if raw.startswith("/") else _join(cwd, raw))
+    if lexical.startswith("//"):
+        lexical = "/" + lexical.lstrip("/")
     try:
-        real = resolve(lexical)
+        real = resolve(lexical)  # (judge_path resolved it: this decision's memo)
     except (OSError, ValueError):
         real = lexical
     for form in (lexical,) if real == lexical else (lexical, real):
@@ -277,9 +285,7 @@ def _state() -> _Line | None:
 def creates_unseen(program: str, args: list[str]) -> str | None:
     """What a command creates files from that the judge does not see, or None."""
     if program == "git":
-        from acpd.policy.programs.git_history import _form
-
-        form = _form(tuple(args))
+        form = git_form(tuple(args))
         if form.sub is None:
             return None
         if form.sub in _GIT_CREATES or (form.sub == "stash" and
@@ -288,10 +294,12 @@ def creates_unseen(program: str, args: list[str]) -> str | None:
                 + " (git's object store)"
         return None
     if program == "tar":
-        mode = args[0] if args and not args[0].startswith("-") else ""
-        if "x" in mode or any(a in ("--extract", "--get") or (
-                a.startswith("-") and not a.startswith("--") and "x" in a) for a in args):
+        if args and "x" in args[0] and (not args[0].startswith("--") or args[0] in (
+                "--extract", "--get")):
             return "tar -x (an archive)"
+        for a in args:
+            if a in ("--extract", "--get") or (a[:1] == "-" and a[1:2] != "-" and "x" in a):
+                return "tar -x (an archive)"
         return None
     if program in _DECOMPRESSORS:
         if any(a.startswith("--d") or a.startswith("--u") or (
@@ -314,20 +322,17 @@ def reads_created(program: str, args: list[str], walks: bool, globbed: bool,
     if named and program not in NAME_WALKERS:
         return f"{program} reads files by name (which may be new, or links to anywhere)"
     if program == "git":
-        from acpd.policy.programs.git_history import _form
-
-        form = _form(tuple(args))
+        form = git_form(tuple(args))
         if form.sub in _GIT_READS or (form.sub == "stash" and form.stash_sub == "show"):
             return f"git {form.sub} prints tracked content"
     return None
 
 
 def line_finding(program: str, args: list[str], walks: bool, globbed: bool,
-                 rules: PathRules) -> Finding | None:
+                 rules: Callable[[], PathRules]) -> Finding | None:
     """Record this command's part in the line; the ask once a creator and a reader (two
-    different commands) are both in it."""
-    if not rules.deny_read:
-        return None
+    different commands) are both in it and the policy has a deny_read list (`rules` is
+    called only then: a line that names no path never resolves its roots)."""
     state = _state()
     if state is None or state.creators is None or state.readers is None:
         return None
@@ -340,7 +345,7 @@ def line_finding(program: str, args: list[str], walks: bool, globbed: bool,
     read = reads_created(program, args, walks, globbed, named)
     if read is not None:
         state.readers[me] = read
-    if state.told or not state.creators or not state.readers:
+    if state.told or not state.creators or not state.readers or not rules().deny_read:
         return None
     for c, made_by in state.creators.items():
         for r, read_by in state.readers.items():
@@ -357,16 +362,14 @@ def line_finding(program: str, args: list[str], walks: bool, globbed: bool,
 def command_findings(program: str, args: list[str], mdl: Model | None,
                      ctx: Ctx) -> list[Finding]:
     """The hook `commands` calls for every simple command, after its own checks."""
-    rules = ctx.paths
-    if not rules.deny_read:
-        return []
     found: list[Finding] = []
-    if mdl is not None and mdl.trees and ctx.out.verdict == "allow":
-        found += walk_findings(program, args, mdl.trees, ctx.cwds, rules, mdl.hidden,
-                               (mdl.include, mdl.exclude, mdl.exclude_dirs))
     walks = mdl is not None and bool(mdl.trees)
+    if walks and ctx.out.verdict == "allow":
+        assert mdl is not None
+        found += walk_findings(program, args, mdl.trees, ctx.cwds, ctx.paths, mdl.hidden,
+                               (mdl.include, mdl.exclude, mdl.exclude_dirs))
     globbed = ctx.globs is not None and (mdl is None or bool(mdl.reads))
-    hit = line_finding(program, args, walks, globbed, rules)
+    hit = line_finding(program, args, walks, globbed, lambda: ctx.paths)
     if hit is not None:
         found.append(hit)
     return found
