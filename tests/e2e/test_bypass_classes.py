@@ -496,3 +496,87 @@ async def test_git_reads_of_denied_files_print_nothing(where: str, tmp_path: Pat
                 for c in client.tool_calls()}
     assert {c: statuses[c] for c in GIT_BENIGN} == dict.fromkeys(GIT_BENIGN, "completed")
     assert all(statuses[c] == "failed" for c in GIT_LEAKS), statuses
+
+
+# ---- git's object store read by other programs, and files a line creates before it reads
+# them (gitobjects). `.env` and secrets/token.txt are committed on branch `vault` only, the
+# token is also in the stash: none is on disk, so no scan made before the line sees them.
+
+GZIP_HEADER = "printf '\\x1f\\x8b\\x08\\0\\0\\0\\0\\0'"  # turns a zlib object into gzip input
+OBJECT_LEAKS = [  # raw object bytes (zlib: the canary compressed), or decompressed
+    "cat @OBJ@", "tail -c +1 @OBJ@", "cat .git/objects/*/*", "tar -cf - .git", "tar -cf - .",
+    "grep -rah '' .", "cat o/*/* 2>/dev/null; cp -r .git/objects o2 && cat o2/*/*",
+    f"{GZIP_HEADER} | cat - @OBJ@ | gzip -dc",
+    f"for f in .git/objects/*/*; do {GZIP_HEADER} | cat - $f | gzip -dc; done",
+    f"cp -r .git/objects o && {GZIP_HEADER} | cat - o/@REL@ | gzip -dc",
+    f"head -c 9999 @OBJ@ > x.z && {GZIP_HEADER} | cat - x.z | gzip -dc",
+    "git switch -q vault && grep -r CANARY .",
+    "git stash pop -q; cat */*",
+    "git archive vault | tar -x && grep -r CANARY .",
+    "for b in vault main; do grep -r CANARY . ; git switch -q $b; done",
+]
+
+
+def make_object_workspace(root: Path, home: Path) -> tuple[Path, str]:
+    """The workspace above with the canaries only in git (a branch and the stash), and the
+    path of the `.env` blob's loose object."""
+    ws = make_workspace(root, home)
+    git = _git_runner(ws, home)
+    git("switch", "-q", "-c", "vault")
+    git("add", "-f", ".env", "secrets/token.txt")
+    git("commit", "-q", "-m", "secrets")
+    git("switch", "-q", "main")  # removes both from the work tree
+    shutil.rmtree(ws / "hl")  # (a hard link to .env)
+    (ws / "secrets").mkdir(exist_ok=True)
+    (ws / "secrets" / "token.txt").write_text(f"{SECRET_CANARY}\n")
+    git("stash", "push", "-q", "-u", "--", "secrets")
+    blob = git("rev-parse", "vault:.env").strip()
+    assert not (ws / ".env").exists() and not (ws / "secrets").exists()
+    return ws, f".git/objects/{blob[:2]}/{blob[2:]}"
+
+
+def _object_command(command: str, obj: str) -> str:
+    return command.replace("@OBJ@", obj).replace("@REL@", obj.removeprefix(".git/objects/"))
+
+
+@pytest.mark.parametrize("command", OBJECT_LEAKS)
+def test_each_object_leak_prints_the_secret_in_plain_bash(command: str, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    ws, obj = make_object_workspace(tmp_path / "plain", home)
+    stored = (ws / obj).read_bytes()
+    done = subprocess.run(["bash", "-c", _object_command(command, obj)], cwd=ws,
+                          env=_env(home), stdin=subprocess.DEVNULL, capture_output=True,
+                          timeout=30)
+    out = done.stdout
+    assert stored in out or ENV_CANARY.encode() in out or SECRET_CANARY.encode() in out, (
+        command, done.stderr)
+
+
+@pytest.mark.parametrize("where", ["editor-terminal", "local"])
+async def test_object_store_and_created_files_print_nothing(where: str, tmp_path: Path) -> None:
+    """Each form asks (the editor rejects), sandboxed or not; benign forms run at once."""
+    home = tmp_path / "home"
+    home.mkdir()
+    ws, obj = make_object_workspace(tmp_path / "acpd", home)
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    config = tmp_path / "acpd.toml"
+    config.write_text('[agent]\ndefault_mode = "ask"\n')
+    benign = ["ls .git", "cat .git/HEAD", "grep -r LOCAL .", "git switch -q feature && git log -1"]
+    commands = [_object_command(c, obj) for c in OBJECT_LEAKS] + benign
+    calls = [{"name": "bash", "arguments": {"command": c}} for c in commands]
+    script = write_script(tmp_path / "s.json", [{"tool_calls": calls}, {"text": "done"}])
+    terminal = where == "editor-terminal"
+    client = RecordingClient(answer=always("reject_once"), terminal_enabled=terminal)
+    async with acpd(tmp_path, data_dir=data_dir, workspace=ws, client=client, script=script,
+                    args=("--config", str(config)), env={"HOME": str(home)}) as run:
+        session_id = await run.open_session(caps(terminal=terminal))
+        assert await run.prompt(session_id, "go") == "end_turn"
+    seen = json.dumps(client.updates) + "".join(
+        t.output() for t in client.terminals.values())
+    assert ENV_CANARY not in seen and SECRET_CANARY not in seen
+    assert len(client.calls("session/request_permission")) == len(OBJECT_LEAKS)
+    statuses = {c["title"].rsplit(" (in ", 1)[0]: client.final(c["toolCallId"])["status"]
+                for c in client.tool_calls()}
+    assert {c: statuses[c] for c in benign} == dict.fromkeys(benign, "completed"), statuses

@@ -20,7 +20,7 @@ import re
 import shutil
 from typing import TYPE_CHECKING
 
-from acpd.policy import effects, programs, treescan
+from acpd.policy import effects, gitobjects, programs, treescan
 from acpd.policy.argspec import Scan, path_args, scan
 from acpd.policy.blocklist import BLOCKED_BUILTINS, SHELLS
 from acpd.policy.checks import CHECKS, CheckContext
@@ -139,6 +139,8 @@ class CommandJudge:
                     f"{base} is not in the plugins' allowed commands")
         if mdl is not None:
             self._model_effects(mdl, ctx)
+        for finding in gitobjects.command_findings(base, args, mdl, ctx):  # git's objects
+            out.add(*finding)
 
     def _special(self, base: str, args: list[str], ctx: _Ctx) -> bool:
         """Shells, network programs, cd: their own findings; True when judged in full."""

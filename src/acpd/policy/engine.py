@@ -17,6 +17,7 @@ from acpd.policy import parse as parse_mod
 from acpd.policy.blocklist import word_findings
 from acpd.policy.commands import CommandJudge
 from acpd.policy.decision import Decision, Findings, Verdict
+from acpd.policy.gitobjects import read_finding as store_read
 from acpd.policy.linectx import (
     Ctx,
     combos,
@@ -320,6 +321,10 @@ class CompiledPolicy(CommandJudge, VariableJudge):
                              entry=entry)
             if hit is not None:
                 ctx.out.add(*hit)
+            if mode == "read" and entry is None:  # git's object store (gitobjects)
+                hit = store_read(raw, cwd, ctx.paths)
+                if hit is not None:
+                    ctx.out.add(*hit)
 
     def _argv(self, argv: list[str], ctx: Ctx, depth: int, in_function: str | None) -> None:
         out = ctx.out
