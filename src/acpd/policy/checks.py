@@ -128,10 +128,27 @@ def git_config_write(name: str, args: list[str], ctx: CheckContext) -> bool:
                                      for o, _ in sc.options)
 
 
+def tar_extract_git(name: str, args: list[str], ctx: CheckContext) -> bool:
+    """A tar extraction writes a member under a `.git` directory (`programs.archive`)."""
+    from acpd.policy.programs.archive import judge_members
+
+    return judge_members(args, ctx.cwd, ctx.roots)[0]
+
+
+def tar_extract_unlisted(name: str, args: list[str], ctx: CheckContext) -> bool:
+    """A tar extraction whose members cannot be listed, or land outside the workspace,
+    through links or by absolute names (`programs.archive`)."""
+    from acpd.policy.programs.archive import judge_members
+
+    return judge_members(args, ctx.cwd, ctx.roots)[1]
+
+
 CHECKS: dict[str, Check] = {
     "script-in-workspace": script_in_workspace,
     "sed-exec": sed_exec,
     "awk-exec": awk_exec,
+    "tar-extract-git": tar_extract_git,
+    "tar-extract-unlisted": tar_extract_unlisted,
     "push-origin": push_origin,
     "push-not-origin": push_not_origin,
     "git-config-write": git_config_write,

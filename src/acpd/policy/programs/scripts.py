@@ -206,6 +206,14 @@ def _tar(prog: Program, parsed: Parsed, model: Model) -> None:
         return
     mode = modes.pop()
     archives = parsed.values("--file")
+    if not parsed.has("--force-local"):
+        for a in archives:
+            if DYN in a:
+                model.ask_unknown("the archive name is not known before running (a "
+                                  "HOST:FILE name is a remote archive)")
+            elif ":" in a.partition("/")[0]:
+                model.add("deny", "network", f"tar archive {a!r} is remote (HOST:FILE): tar "
+                          "runs rsh/ssh to reach it (allow_network = false)")
     dirs = parsed.values("--directory")
     members = [p for p in parsed.positionals]
     if mode in ("create", "append", "update"):
@@ -221,8 +229,10 @@ def _tar(prog: Program, parsed: Parsed, model: Model) -> None:
             model.ask_unknown("no member names")
     elif mode == "extract":
         model.reads.extend(a for a in archives if a != "-")
-        model.writes.extend(dirs or ["."])
-        model.ask_unknown("extraction writes member paths the spec cannot see")
+        if not parsed.has("-O", "--to-stdout"):
+            model.writes.extend(dirs or ["."])
+            # members are judged at decision time (rules tar.extract-*: programs.archive)
+            model.ask_unknown("extraction writes member paths the spec cannot see")
     elif mode in ("list", "diff"):
         model.reads.extend(a for a in archives if a != "-")
     else:
@@ -260,7 +270,7 @@ TAR = program(
     "wildcards no-wildcards wildcards-match-slash ignore-case no-ignore-case null no-null "
     "recursion no-recursion totals[=] show-transformed-names checkpoint[=] "
     "checkpoint-action= to-command= use-compress-program= info-script= new-volume-script= "
-    "rsh-command= remove-files blocking-factor= record-size= label= "
+    "rsh-command= rmt-command= remove-files blocking-factor= record-size= label= "
     "incremental unlink-first recursive-unlink warning= sparse xattrs no-xattrs acls "
     "no-acls selinux no-selinux full-time utc force-local check-device no-check-device "
     "ignore-failed-read ignore-zeros occurrence[=] verify restrict level= posix "
@@ -271,7 +281,7 @@ TAR = program(
      "--index-file": "write", "-N": "unknown", "-K": "unknown", "-L/-V/-M": "unknown",
      "-F/--info-script/--new-volume-script": "deny:runs a program",
      "-I/--use-compress-program": "deny:runs a program",
-     "--to-command/--checkpoint-action/--rsh-command": "deny:runs a command",
+     "--to-command/--checkpoint-action/--rsh-command/--rmt-command": "deny:runs a command",
      "--recursive-unlink/--unlink-first": "ask:removes files before extracting",
      "--delete": "ask:rewrites an archive"},
     positionals="custom", check=_tar)
