@@ -134,7 +134,7 @@ CASES: list[tuple[str, str, str]] = [
     ("disown", "sleep 31740 >/dev/null 2>&1 & disown", "procs:31740"),
     # red-team review 6 (rtfixa): tokenisers that disagreed with the tool's own grammar
     ("rt6-sed-label-e", "sed ':a e touch P' data.txt", "P"),
-    ("rt6-sed-label-w-git", "sed -n 'bz w .git/commondir\n:z' data.txt", "git"),
+    ("rt6-sed-label-w-git", "sed -n 'bz w .git/config\n:z' data.txt", "git"),
     ("rt6-awk-regex-quote-pipe",
      "awk 'BEGIN { x = /\"/; c = \"touch P\"; print \";\" | c; y = /\"/ }'", "P"),
     ("rt6-awk-argv", "awk 'BEGIN{ARGV[ARGC++]=\".env\"} 1'", "secret"),
