@@ -290,6 +290,7 @@ def test_jq_files_before_args_are_judged(default: CompiledPolicy, ws: str, cmd: 
     "awk 'BEGIN { if (1) /\"/; print 1 > \"x\"; y = \"/\" }'",
     "awk 'BEGIN { x = /[/]\"/; print 1 > \"x\" }'", "awk '{ print $1/2/3 > \"x\" }'",
     "awk '@include \"x\"'", "awk '{ print $0 |& \"cat\" }'",
+    "awk 'BEGIN { \"id\" | get\\\nline x }'", "awk 'BEGIN { sys\\\ntem(\"id\") }'",
 ])
 def test_awk_programs_the_lexer_cannot_vouch_for_ask(default: CompiledPolicy, ws: str,
                                                      cmd: str) -> None:
@@ -385,7 +386,9 @@ def test_tar_extraction_the_judge_cannot_vouch_for_asks(default: CompiledPolicy,
     _archive(Path(ws, "ok.tar"), {"src/n.py": "y\n"})
     _archive(Path(ws, "link.tar"), {"b/x": "1\n"}, links={"b": "../elsewhere"})
     for cmd in ("tar -xf missing.tar", "tar -xf - < ok.tar", "tar -xPf ok.tar",
-                "tar -xf link.tar", "tar -xf ok.tar -C /tmp", "tar -x < ok.tar"):
+                "tar -xf link.tar", "tar -xf ok.tar -C /tmp", "tar -x < ok.tar",
+                "tar -xf ok.tar --transform 's,^,.git/,'", "tar -xf ok.tar --xf=s,^,.git/,",
+                "tar -xf ok.tar --one-top-level=.git", "tar -xf ok.tar --strip-components=1"):
         assert verdicts(default, ws, cmd)[1] in ("ask", "deny"), cmd
     # listed members inside the workspace: the sandbox may run it; to stdout writes nothing
     assert verdicts(default, ws, "tar -xf ok.tar") == ("ask", "allow")

@@ -12,7 +12,9 @@ every member path under every directory it may land in (the working directory an
 * `ask` (`tar-extract-unlisted`): the archive cannot be listed (stdin, missing, a dynamic
   name, too big, a format `tarfile` does not read, more than MAX_MEMBERS members); a member
   with an absolute name, a `..` component, or that is a link (a later member could be
-  written through it); a member that lands outside the workspace; `-P/--absolute-names`.
+  written through it); a member that lands outside the workspace; `-P/--absolute-names`,
+  `--transform`/`--xform`/`--strip-components` and options the table does not know
+  (`--one-top-level=DIR`): the listed names no longer say where members land.
 
 Extraction to stdout (`-O`, `--to-stdout`) writes no member. Nothing here is cached: an
 archive can change between two decisions.
@@ -26,6 +28,7 @@ import tarfile
 from acpd.policy.words import DYN
 
 MAX_BYTES = 8 << 20
+_RENAMING = frozenset({"--transform", "--xform", "--strip-components"})
 MAX_MEMBERS = 2000
 
 
@@ -34,17 +37,21 @@ def _is_git(path: str) -> bool:
 
 
 def extraction(args: list[str]) -> tuple[list[str], list[str], bool] | None:
-    """(archives, -C directories, absolute names) of a tar argv that extracts members to
-    files, else None."""
+    """(archives, -C directories, member names do not say where they land: -P, renaming or
+    unknown options) of a tar argv that extracts members to files, else None."""
     from acpd.policy.programs.scripts import TAR, _tar_oldstyle
     from acpd.policy.programs.spec import Model, parse_argv
 
-    parsed = parse_argv(TAR, _tar_oldstyle(list(args)), Model("tar"))
+    model = Model("tar")
+    parsed = parse_argv(TAR, _tar_oldstyle(list(args)), model)
     names = {opt.name for opt, _ in parsed.options}
     if not names & {"-x", "--extract", "--get"} or names & {"-O", "--to-stdout"}:
         return None
+    # options that rename members (or that the table does not know, `--one-top-level=DIR`)
+    # make the listed names say nothing about where they land
+    renamed = bool(model.unknown) or bool(names & _RENAMING)
     return (parsed.values("--file"), parsed.values("--directory"),
-            bool(names & {"--absolute-names"}))
+            renamed or bool(names & {"--absolute-names"}))
 
 
 def _members(archive: str) -> list[tarfile.TarInfo] | None:

@@ -176,7 +176,8 @@ class _Lexer:
 @lru_cache(maxsize=256)
 def scan_awk(text: str) -> AwkFacts:
     """What the awk program `text` does, conservatively (see the module docstring)."""
-    risky = _RAW_RISK.search(text)
+    # (a backslash-newline is joined first: no awk may read `get\\⏎line` as getline unseen)
+    risky = _RAW_RISK.search(text) or _RAW_RISK.search(text.replace("\\\n", ""))
     code = f"the program names {risky.group()!r}" if risky else None
     lex = _Lexer(text)
     lex.run()
