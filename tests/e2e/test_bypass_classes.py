@@ -132,6 +132,16 @@ CASES: list[tuple[str, str, str]] = [
     ("nohup", "nohup sleep 31720 >/dev/null 2>&1 &", "procs:31720"),
     ("double-fork", "(sleep 31730 >/dev/null 2>&1 &)", "procs:31730"),
     ("disown", "sleep 31740 >/dev/null 2>&1 & disown", "procs:31740"),
+    # red-team review 6 (rtfixa): tokenisers that disagreed with the tool's own grammar
+    ("rt6-sed-label-e", "sed ':a e touch P' data.txt", "P"),
+    ("rt6-sed-label-w-git", "sed -n 'bz w .git/config\n:z' data.txt", "git"),
+    ("rt6-awk-regex-quote-pipe",
+     "awk 'BEGIN { x = /\"/; c = \"touch P\"; print \";\" | c; y = /\"/ }'", "P"),
+    ("rt6-awk-argv", "awk 'BEGIN{ARGV[ARGC++]=\".env\"} 1'", "secret"),
+    ("rt6-bash-cmds", "printf 'touch P\\n' > x.sh; BASH_CMDS[cat]=/bin/sh; cat x.sh", "P"),
+    ("rt6-xargs-slot-var", "printf 'touch P\\n' > 0; xargs --process=BASH_ENV bash -c : "
+     "< data.txt", "P"),
+    ("rt6-diff-dir-file", "cp data.txt token.txt; diff secrets token.txt", "secret"),
 ]
 
 

@@ -41,7 +41,7 @@ def check(env_ws: tuple[dict[str, str], str], cmd: str, *flags: str) -> str:
     ("git status", "allow", "allow"),
     ("sort -o out.txt src/a.txt", "allow", "allow"),
     ("sort --frobnicate src/a.txt", "ask", "allow"),
-    ("tar -xf a.tar", "ask", "allow"),
+    ("tar -xf a.tar", "ask", "ask"),  # members the judge cannot list ask even sandboxed
     # B: .git writes
     ("cp src/a.txt .git/", "deny", "deny"),
     ("tar -C .git/hooks -xf a.tar", "deny", "deny"),

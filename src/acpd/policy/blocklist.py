@@ -36,6 +36,11 @@ BLOCKED_ENV: tuple[str, ...] = (
     "PATH", "IFS", "CDPATH", "GLOBIGNORE", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS",
     "BASH_FUNC_*", "BASH_LOADABLES_PATH", "BASH_XTRACEFD", "PS0", "PS1", "PS2", "PS3", "PS4",
     "PROMPT_COMMAND", "INPUTRC", "HISTFILE", "FUNCNEST",
+    # what a command name runs: bash's command hash table (`BASH_CMDS[ls]=./x` is `hash -p`),
+    # its alias table, names PATH search skips (a later, workspace PATH entry wins), the
+    # compatibility level (changes how subscripts and words are expanded) and the message
+    # catalog `$"..."` strings are translated from (a translation is expanded again)
+    "BASH_CMDS", "BASH_ALIASES", "EXECIGNORE", "BASH_COMPAT", "TEXTDOMAIN", "TEXTDOMAINDIR",
     # the dynamic loader and libc: they load code named by these
     "LD_*", "DYLD_*", "GCONV_PATH", "LOCPATH", "NLSPATH", "GLIBC_TUNABLES", "MALLOC_*",
     "HOSTALIASES", "RESOLV_*",
@@ -63,7 +68,7 @@ BLOCKED_ENV: tuple[str, ...] = (
     "GONOPROXY", "GOPRIVATE", "GONOSUMDB", "GONOSUMCHECK", "GOSUMDB", "GOINSECURE", "GOVCS",
     "GOAUTH", "GOWORK", "CGO_*",
     "MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS", "MAKEFILES", "MAKELEVEL",
-    "TAR_OPTIONS", "RIPGREP_CONFIG_PATH", "FZF_DEFAULT_COMMAND", "AWKPATH", "AWKLIBPATH",
+    "TAR_OPTIONS", "TAPE", "RIPGREP_CONFIG_PATH", "FZF_DEFAULT_COMMAND", "AWKPATH", "AWKLIBPATH",
     "OPENSSL_CONF", "OPENSSL_ENGINES", "OPENSSL_MODULES", "WGETRC", "CURL_HOME",
     "DOCKER_CONFIG", "GTK_MODULES", "GTK_PATH", "GIO_EXTRA_MODULES", "QT_PLUGIN_PATH",
     "GST_PLUGIN_PATH*", "SSH_*",
@@ -81,6 +86,7 @@ ASK_ENV: tuple[str, ...] = (
     "PKG_CONFIG*", "CARGO_TARGET_DIR", "CARGO_*", "TMPDIR", "DOCKER_*", "KUBECONFIG",
     "SSL_CERT_*", "SSLKEYLOGFILE", "*_PROXY", "*_proxy", "GZIP", "XZ_OPT", "XZ_DEFAULTS",
     "ZSTD_*", "BZIP2", "BZIP", "LZOP", "LESSKEY", "GROFF_*", "TEXINPUTS", "OLDPWD",
+    "POSIXLY_CORRECT",
 )
 """Assignments to these ask: they choose a compiler, flags or a location that a build or a
 tool uses (`CC=./x make`, `CFLAGS=-fplugin=./x.so`, `CARGO_TARGET_DIR=/elsewhere`), which is

@@ -45,82 +45,21 @@ def script_in_workspace(name: str, args: list[str], ctx: CheckContext) -> bool:
     return inside(full, ctx.roots) is not None and inside(real, ctx.roots) is not None
 
 
-_SED_VALUES = frozenset({"-e", "-f", "-l", "-s", "--expression", "--file", "--line-length"})
-
-
-def _sed_scripts(args: list[str]) -> list[str]:
-    sc = scan(args, _SED_VALUES)
-    scripts = [v or "" for o, v in sc.options if o in ("-e", "--expression")]
-    if not scripts and not any(o in ("-f", "--file") for o, _ in sc.options) and sc.positionals:
-        scripts.append(sc.positionals[0])
-    return scripts
-
-
-def _sed_commands(script: str) -> list[tuple[str, str]]:
-    """(command letter, rest) for each command of a sed script, addresses skipped."""
-    out: list[tuple[str, str]] = []
-    i, n = 0, len(script)
-    while i < n:
-        while i < n and script[i] in " \t\n;{}!":
-            i += 1
-        # address: numbers, $, /re/, \cREc, ranges, steps
-        while i < n:
-            ch = script[i]
-            if ch.isdigit() or ch in "$,~+":
-                i += 1
-            elif ch == "/" or ch == "\\":
-                delim = "/" if ch == "/" else (script[i + 1] if i + 1 < n else "/")
-                i += 1 if ch == "/" else 2
-                while i < n and script[i] != delim:
-                    i += 2 if script[i] == "\\" else 1
-                i += 1
-                while i < n and script[i] in "IM":
-                    i += 1
-            else:
-                break
-        while i < n and script[i] in " \t!":
-            i += 1
-        if i >= n:
-            break
-        cmd = script[i]
-        i += 1
-        if cmd in "sy":
-            if i >= n:
-                break
-            delim = script[i]
-            parts = 0
-            i += 1
-            while i < n and parts < 2:
-                if script[i] == "\\":
-                    i += 2
-                    continue
-                if script[i] == delim:
-                    parts += 1
-                i += 1
-            start = i
-            while i < n and script[i] not in ";\n}":
-                i += 1
-            out.append((cmd, script[start:i]))
-        elif cmd in "aicrRwWbtTe:":
-            start = i
-            while i < n and script[i] != "\n" and not (cmd in "btT:" and script[i] == ";"):
-                i += 1
-            out.append((cmd, script[start:i]))
-        else:
-            out.append((cmd, ""))
-    return out
-
-
 def sed_exec(name: str, args: list[str], ctx: CheckContext) -> bool:
-    """GNU sed runs commands with the `e` command or the `e` flag of `s`; `w`/`W` write."""
-    for script in _sed_scripts(args):
-        if DYN in script:
+    """GNU sed runs commands with the `e` command or the `e` flag of `s`; `w`/`W` and
+    `s///w` write (the file is opened while the script is read, even when never reached).
+    The script is read with GNU's own grammar (`programs.sedparse`); one that cannot be
+    read with certainty is not this rule's: the spec asks for it."""
+    from acpd.policy.programs.scripts import SED, sed_chunks
+    from acpd.policy.programs.sedparse import parse_sed
+    from acpd.policy.programs.spec import Model, parse_argv
+
+    chunks = sed_chunks(parse_argv(SED, args, Model("sed")))
+    if any(DYN in c for c in chunks):
+        return True
+    for cmd, arg in parse_sed(tuple(chunks)).commands:
+        if cmd in "eWw" or (cmd == "s" and "e" in arg):
             return True
-        for cmd, rest in _sed_commands(script):
-            if cmd in "eWw":
-                return True
-            if cmd == "s" and re.match(r"^[gpIiMm0-9]*[ew]", rest):
-                return True
     return False
 
 
@@ -134,7 +73,12 @@ def awk_exec(name: str, args: list[str], ctx: CheckContext) -> bool:
     if any(o in ("-f", "--file") for o, _ in sc.options):
         return True
     program = sc.positionals[0] if sc.positionals else ""
-    return DYN in program or bool(_AWK_EXEC.search(program))
+    if DYN in program or _AWK_EXEC.search(program):
+        return True
+    from acpd.policy.programs.awkscan import scan_awk
+
+    facts = scan_awk(program)  # a `|` the lexer finds in code (the raw regex above misses
+    return facts.uncertain is None and facts.code == "the program pipes to a command"
 
 
 _PUSH_VALUES = frozenset({"-o", "--push-option", "--repo", "--receive-pack", "--exec"})
@@ -184,10 +128,27 @@ def git_config_write(name: str, args: list[str], ctx: CheckContext) -> bool:
                                      for o, _ in sc.options)
 
 
+def tar_extract_git(name: str, args: list[str], ctx: CheckContext) -> bool:
+    """A tar extraction writes a member under a `.git` directory (`programs.archive`)."""
+    from acpd.policy.programs.archive import judge_members
+
+    return judge_members(args, ctx.cwd, ctx.roots)[0]
+
+
+def tar_extract_unlisted(name: str, args: list[str], ctx: CheckContext) -> bool:
+    """A tar extraction whose members cannot be listed, or land outside the workspace,
+    through links or by absolute names (`programs.archive`)."""
+    from acpd.policy.programs.archive import judge_members
+
+    return judge_members(args, ctx.cwd, ctx.roots)[1]
+
+
 CHECKS: dict[str, Check] = {
     "script-in-workspace": script_in_workspace,
     "sed-exec": sed_exec,
     "awk-exec": awk_exec,
+    "tar-extract-git": tar_extract_git,
+    "tar-extract-unlisted": tar_extract_unlisted,
     "push-origin": push_origin,
     "push-not-origin": push_not_origin,
     "git-config-write": git_config_write,

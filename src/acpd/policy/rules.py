@@ -24,7 +24,7 @@ TRUST_LEVELS: tuple[Trust, ...] = ("untrusted", "provisional", "trusted")
 MAX_POLICY_BYTES = 1 << 20
 CHECKS = frozenset({"script-in-workspace", "sed-exec", "awk-exec", "push-origin",
                     "push-not-origin", "git-config-write", "git-destructive", "push-deletes",
-                    "system-state"})
+                    "system-state", "tar-extract-git", "tar-extract-unlisted"})
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,79}$")
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from acpd.policy.argspec import scan
 from acpd.policy.blocklist import SHELLS
 from acpd.policy.decision import Verdict
+from acpd.policy.programs.spec import Model, Parsed, Program, parse_argv, program
 from acpd.policy.words import DYN
 
 MAX_PEEL = 16
@@ -39,18 +40,9 @@ def _fs(*items: str) -> frozenset[str]:
 
 # name -> options taking a value, number of leading positionals that are not the command
 _SIMPLE: dict[str, tuple[frozenset[str], int]] = {
-    "nohup": (_fs(), 0),
-    "nice": (_fs("-n", "--adjustment"), 0),
-    "timeout": (_fs("-s", "-k", "--signal", "--kill-after"), 1),
-    "stdbuf": (_fs("-i", "-o", "-e", "--input", "--output", "--error"), 0),
-    "setsid": (_fs(), 0),
-    "ionice": (_fs("-c", "-n", "-p", "-P", "-u", "--class", "--classdata"), 0),
-    "taskset": (_fs(), 1),
-    "chrt": (_fs("-T", "-P", "-D", "--sched-runtime", "--sched-period", "--sched-deadline"), 1),
     "strace": (_fs("-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-P", "-S", "-X",
                    "-U"), 0),
     "ltrace": (_fs("-o", "-e", "-p", "-s", "-u", "-a", "-n", "-A", "-D", "-F", "-l", "-w"), 0),
-    "unbuffer": (_fs(), 0),
     "builtin": (_fs(), 0),
     "caffeinate": (_fs("-t", "-w"), 0),
     "time": (_fs("-f", "-o", "--format", "--output"), 0),
@@ -58,21 +50,97 @@ _SIMPLE: dict[str, tuple[frozenset[str], int]] = {
                  "--group", "--chdir", "--prompt"), 0),
     "doas": (_fs("-u", "-C"), 0),
 }
-_XARGS_VALUES = _fs("-a", "-E", "-I", "-L", "-n", "-P", "-s", "-d", "--arg-file", "--delimiter",
-                    "--max-args", "--max-lines", "--max-procs", "--max-chars",
-                    "--process-slot-var", "--eof", "--replace")
-_PARALLEL_VALUES = _fs("-j", "-P", "-S", "-n", "-N", "-L", "-l", "-a", "-d", "-E", "-I", "-C",
-                       "--jobs", "--sshlogin", "--arg-file", "--colsep", "--timeout",
-                       "--joblog", "--results", "--workdir", "--tmpdir", "--delimiter")
 _ENV_VALUES = _fs("-u", "-C", "-S", "-P", "--unset", "--chdir", "--split-string")
 _SHELL_VALUES = _fs("-o", "-O", "+o", "+O", "--rcfile", "--init-file")
-_WATCH_VALUES = _fs("-n", "-d", "-q", "--interval", "--differences", "--equexit")
+
+
+# ---- option tables (GNU getopt_long: clusters, attached values, unique long prefixes) -----
+# Roles: read/write/wdir (paths), env (the value names a variable set in the child's
+# environment: judged as an assignment), network, deny:/ask: (findings), pid (the command
+# acts on processes: no inner command). An option a table does not know, or an ambiguous
+# prefix, asks: a wrapper's options are part of what the command does.
+
+def _table(name: str, short: str, long: str, roles: dict[str, str] | None = None,
+           numeric: bool = False) -> Program:
+    return program(name, short, long + " help version", roles, permute=False,
+                   numeric=numeric)
+
+
+_TABLES: dict[str, tuple[Program, int]] = {
+    "timeout": (_table("timeout", "k:s:v", "kill-after= signal= preserve-status foreground "
+                       "verbose"), 1),
+    "nice": (_table("nice", "n:", "adjustment=", numeric=True), 0),
+    "stdbuf": (_table("stdbuf", "i:o:e:", "input= output= error="), 0),
+    "ionice": (_table("ionice", "c:n:p:P:u:t", "class= classdata= pid= pgid= uid= ignore",
+                      {"-p/--pid/-P/--pgid/-u/--uid": "pid"}), 0),
+    "chrt": (_table("chrt", "bdfiorRamp:T:P:D:v", "batch deadline fifo idle other rr "
+                    "reset-on-fork all-tasks max pid sched-runtime= sched-period= "
+                    "sched-deadline= verbose", {"-p/--pid/-m/--max": "pid"}), 1),
+    "taskset": (_table("taskset", "acp", "all-tasks cpu-list pid", {"-p/--pid": "pid"}), 1),
+    "setsid": (_table("setsid", "cfw", "ctty fork wait"), 0),
+    "nohup": (_table("nohup", "", ""), 0),
+    "unbuffer": (_table("unbuffer", "p", ""), 0),
+    "flock": (_table("flock", "sxeunow:E:FV", "shared exclusive unlock nonblock nb close "
+                     "wait= timeout= conflict-exit-code= no-fork verbose"), 0),
+    "watch": (_table("watch", "n:d::q:egtbxcCpwr", "interval= differences[=] equexit= "
+                     "errexit chgexit no-title beep exec color no-color precise no-wrap "
+                     "no-rerun"), 0),
+    "xargs": (_table("xargs", "0a:E:e::i::I:l::L:n:oprs:txP:d:",
+                     "null arg-file= delimiter= eof[=] replace[=] max-lines[=] max-args= "
+                     "open-tty interactive no-run-if-empty max-chars= show-limits verbose "
+                     "exit max-procs= process-slot-var=",
+                     {"-a/--arg-file": "read", "--process-slot-var": "env"}), 0),
+    "parallel": (_table(
+        "parallel", "0a:d:E:I:C:j:P:n:N:L:l::kqvruXmS:J:e",
+        "null arg-file= delimiter= eof= colsep= jobs= max-procs= max-args= max-lines= "
+        "keep-order quote verbose no-run-if-empty ungroup group line-buffer tag bar eta "
+        "progress dry-run halt= timeout= retries= delay= will-cite no-notice pipe block= "
+        "header= shuf nice= memfree= load= joblog= results= res= tmpdir= workdir= wd= "
+        "sshlogin= sshloginfile= slf= transfer return= trc= basefile= bf= cleanup "
+        "profile= xargs tty files",
+        {"-a/--arg-file": "read", "--joblog/--results/--res": "write",
+         "--tmpdir/--workdir/--wd": "wdir",
+         "-S/--sshlogin/--sshloginfile/--slf/--transfer/--return/--trc/--basefile/--bf/"
+         "--cleanup": "network",
+         "-J/--profile": "ask:loads a profile of options from ~/.parallel"}), 0),
+}
+
+
+def _options(name: str, args: list[str], res: Resolution) -> tuple[int, Parsed, bool]:
+    """Parse a wrapper's own options with its table: (index of the first word after them,
+    the parse, the command acts on processes). Unknown forms ask."""
+    prog, _ = _TABLES[name]
+    model = Model(name)
+    parsed = parse_argv(prog, args, model)
+    for reason in model.unknown:
+        res.findings.append(("ask", "wrapper.unmodeled", f"{reason} (wrapper option)"))
+    res.findings.extend(model.findings)
+    pid = False
+    for opt, value in parsed.options:
+        for role in opt.roles:
+            if role == "read" and value is not None:
+                res.reads.append(value)
+            elif role in ("write", "wdir") and value is not None:
+                res.writes.append(value)
+            elif role == "env":
+                # the child gets NAME=<slot number>: judged like `NAME=0 cmd`
+                res.assigns.append((value if value is not None else DYN, "0"))
+            elif role == "network":
+                res.findings.append(("deny", "network", f"{name} {opt.name} runs jobs on "
+                                     "other hosts (allow_network = false)"))
+            elif role.startswith(("ask:", "deny:")):
+                verdict: Verdict = "ask" if role.startswith("ask:") else "deny"
+                res.findings.append((verdict, f"wrapper.{name}",
+                                     f"{name} {opt.name}: {role.partition(':')[2]}"))
+            elif role == "pid":
+                pid = True
+    return len(args) - len(parsed.positionals), parsed, pid
 
 
 DETACHING = frozenset({"setsid", "nohup", "disown", "daemonize", "coproc"})
 """Wrappers whose command may outlive the kill of its process group."""
 
-WRAPPERS = frozenset({*_SIMPLE, "env", "command", "exec", "busybox", "coproc", "xargs",
+WRAPPERS = frozenset({*_SIMPLE, *_TABLES, "env", "command", "exec", "busybox", "coproc", "xargs",
                       "parallel", "flock", "watch", "eval", "trap", "su", "runuser", "script",
                       "find", "fd", "fdfind", *SHELLS})
 """Every name `unwrap` acts on: any other command comes back from it unchanged."""
@@ -166,11 +234,14 @@ def unwrap(argv: list[str]) -> Resolution:
         name = os.path.basename(argv[0]) if argv[0] != DYN else DYN
         args = argv[1:]
         inner: list[str] | None
-        if name in _SIMPLE:
+        if name in _TABLES and name not in ("xargs", "parallel", "flock", "watch"):
+            start, _, pid = _options(name, args, res)
+            if pid:
+                return res
+            inner = args[start + _TABLES[name][1] :]
+        elif name in _SIMPLE:
             values, skip = _SIMPLE[name]
             start = _first_positional(args, values)
-            if name == "taskset" and any(a in ("-p", "--pid") for a in args[:start]):
-                return res
             if name in ("strace", "ltrace"):
                 res.writes.extend(v for o, v in scan(args[:start], values).options
                                   if o == "-o" and v)
@@ -178,8 +249,6 @@ def unwrap(argv: list[str]) -> Resolution:
                 res.writes.extend(v for o, v in scan(args[:start], values).options
                                   if o in ("-o", "--output") and v)
             inner = args[start + skip :]
-            if name == "chrt" and any(a in ("-p", "--pid") for a in args[:start]):
-                return res
         elif name == "env":
             inner = _env(args, res)
         elif name == "command":
@@ -197,15 +266,15 @@ def unwrap(argv: list[str]) -> Resolution:
                 res.extra_argvs.append([a for a in args[1:] if a not in ("{", "(")])
             inner = [a for a in args if a not in ("{", "(")]
         elif name == "xargs":
-            start = _first_positional(args, _XARGS_VALUES)
+            start = _options(name, args, res)[0]
             inner = [*args[start:], DYN] if args[start:] else ["echo", DYN]
-            res.reads.extend(v for o, v in scan(args[:start], _XARGS_VALUES).options
-                             if o in ("-a", "--arg-file") and v)
         elif name == "parallel":
-            start = _first_positional(args, _PARALLEL_VALUES)
-            inner = [*_exec_argv(args[start:], (":::", "::::", ":::+")), DYN]
+            start = _options(name, args, res)[0]
+            inner = [*_exec_argv(args[start:], (":::", "::::", ":::+", "::::+")), DYN]
+            res.reads.extend(b for a, b in zip(args[start:], args[start + 1 :], strict=False)
+                             if a in ("::::", "::::+"))
         elif name == "flock":
-            start = _first_positional(args, _fs("-w", "-E", "--timeout", "--conflict-exit-code"))
+            start = _options(name, args, res)[0]
             rest = args[start:]
             if rest:
                 res.writes.append(rest[0])
@@ -217,9 +286,9 @@ def unwrap(argv: list[str]) -> Resolution:
                 if not inner and rest and not rest[0].isdigit():
                     res.findings.append(("ask", "wrapper.unresolved", "flock without a command"))
         elif name == "watch":
-            start = _first_positional(args, _WATCH_VALUES)
+            start, parsed, _ = _options(name, args, res)
             rest = args[start:]
-            if any(a in ("-x", "--exec") for a in args[:start]):
+            if parsed.has("--exec"):
                 inner = rest
             else:
                 _payload(res, "watch", " ".join(rest) if rest else None)

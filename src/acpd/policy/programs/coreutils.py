@@ -94,6 +94,21 @@ add(program(
 add(program("uniq", "cdDf:is:uzw:", "count repeated all-repeated[=] skip-fields= ignore-case "
             "skip-chars= unique zero-terminated check-chars= group[=]" + _HELP,
             positionals="in-out"))
+def _diff(prog: Program, parsed: Parsed, m: Model) -> None:
+    """diff reads the entries of a directory operand even without -r (`diff -N . empty`
+    prints every file of `.`), and `diff DIR FILE` compares DIR/FILE's base name: every
+    operand (and --from-file/--to-file value) is a tree (the scan looks only at directories,
+    on disk) and DIR/basename(other) a read."""
+    pos = [p for p in parsed.positionals if p != "-"]
+    sides = pos + parsed.values("--from-file", "--to-file")
+    m.reads.extend(pos)
+    m.trees.extend(sides)
+    for a in sides:
+        for b in sides:
+            if a != b and b.rstrip("/") and not a.startswith("/dev/"):
+                m.reads.append(a.rstrip("/") + "/" + b.rstrip("/").rpartition("/")[2])
+
+
 add(program(
     "diff", "abBdEiNpqrstTuwyclC:U:W:x:X:S:D:F:I:L:",
     "normal brief report-identical-files context[=] unified[=] ed rcs side-by-side width= "
@@ -108,7 +123,8 @@ add(program(
     "unchanged-line-format= minimal horizon-lines= speed-large-files color[=] palette= "
     "no-ignore-file-name-case" + _HELP,
     {"-X/--exclude-from": "read", "--from-file/--to-file": "read",
-     "-r/--recursive": "recursive", "-l/--paginate": "ask:runs pr as a pager"}))
+     "-r/--recursive": "recursive", "-l/--paginate": "ask:runs pr as a pager"},
+    positionals="custom", check=_diff))
 def _jq(prog: Program, parsed: Parsed, m: Model) -> None:
     pos = list(parsed.positionals)
     if not parsed.role("pattern"):
@@ -118,8 +134,9 @@ def _jq(prog: Program, parsed: Parsed, m: Model) -> None:
         program_text = pos.pop(0)
         if re.search(r"\b(import|include)\b|\$__prog|\binput_filename\b", program_text):
             m.ask_unknown("the filter loads modules")
-    if parsed.has("--args", "--jsonargs"):
-        return  # the remaining positionals are arguments, not files
+    # jq reads a positional as an input file until it meets --args/--jsonargs; the ones after
+    # are strings. Their order among the options is not kept by the parse, so every
+    # positional is judged as a read: a string that names no file reads nothing.
     m.reads.extend(p for p in pos if p != "-")
 
 
@@ -128,9 +145,10 @@ add(program(
     "null-input raw-input slurp compact-output tab indent= color-output monochrome-output "
     "ascii-output unbuffered sort-keys raw-output raw-output0 join-output exit-status seq "
     "stream stream-errors from-file= arg== argjson== slurpfile== rawfile== args jsonargs "
+    "-L/library-path= "
     "build-configuration" + _HELP,
     {"-f/--from-file": "read,pattern", "--slurpfile/--rawfile": "read2",
-     "-L": "ask:loads jq modules from a directory"},
+     "-L/--library-path": "ask:loads jq modules from a directory"},
     positionals="custom", check=_jq))
 add(program(
     "du", "0abcDhHklLmPsSxB:d:t:X:",

@@ -11,51 +11,55 @@ from __future__ import annotations
 import os
 import re
 
+from acpd.policy.programs.awkscan import scan_awk
 from acpd.policy.programs.coreutils import TABLE, add
+from acpd.policy.programs.sedparse import parse_sed
 from acpd.policy.programs.spec import Model, Parsed, Program, program
 from acpd.policy.words import DYN
 
 # ---- sed ---------------------------------------------------------------------------------
 
-_SED_PLAIN = frozenset("{}=!dDgGhHlnNpPqQxzFtTbv:#")
-_SED_TEXT = frozenset("aic")
+def sed_chunks(parsed: Parsed) -> list[str]:
+    """The script chunks of a parsed sed argv: the -e values in order, else the first
+    operand (none when -f gives the script)."""
+    scripts = parsed.values("--expression")
+    if not scripts and not parsed.has("--file") and parsed.positionals:
+        return [parsed.positionals[0]]
+    return scripts
 
 
-def _sed_script(script: str, model: Model) -> None:
-    """Walk the commands of a GNU sed script; reads (`r`, `R`) are paths, anything that runs
-    or writes (`e`, `s///e`, `s///w`, `w`, `W`) or that the walk cannot read is unknown."""
-    from acpd.policy.checks import _sed_commands
-
-    if DYN in script:
-        model.ask_unknown("the script is not known before running")
+def _sed_script(chunks: list[str], model: Model) -> None:
+    """Walk the commands of a GNU sed script (`sedparse`, GNU's own grammar); reads (`r`,
+    `R`) are paths; anything that runs or writes (`e`, `s///e`, `s///w`, `w`, `W`) or that
+    cannot be read as GNU sed reads it asks, also in the sandbox (a `w` file is opened
+    while the script is read, and `.git/commondir` is writable there)."""
+    if any(DYN in c for c in chunks):
+        model.ask_code("the script is not known before running")
         return
-    for cmd, rest in _sed_commands(script):
+    script = parse_sed(tuple(chunks))
+    for cmd, arg in script.commands:
         if cmd in "rR":
-            model.reads.append(rest.strip())
-        elif cmd == "s":
-            flags = rest.strip()
-            if "e" in flags:
-                model.ask_code(f"s flags {flags!r} run the pattern space as a command")
-            elif not re.fullmatch(r"[gpiImM0-9]*", flags):
-                model.ask_unknown(f"s flags {flags!r} write")
-        elif cmd == "y" or cmd in _SED_TEXT or cmd in _SED_PLAIN:
-            continue
+            model.reads.append(arg)
+        elif cmd in "wW":
+            model.writes.append(arg)
+            model.ask_code(f"command {cmd!r} writes {arg!r}")
         elif cmd == "e":
             model.ask_code("command 'e' runs a command")
-        else:
-            model.ask_unknown(f"command {cmd!r} is outside what the spec models")
+        elif cmd == "s" and "e" in arg:
+            model.ask_code(f"s flags {arg!r} run the pattern space as a command")
+    if script.uncertain is not None:
+        model.ask_code(f"the script cannot be read as GNU sed reads it: {script.uncertain}")
 
 
 def _sed(prog: Program, parsed: Parsed, model: Model) -> None:
-    scripts = parsed.values("--expression")
+    chunks = sed_chunks(parsed)
     pos = list(parsed.positionals)
-    if not scripts and not parsed.has("--file"):
+    if not parsed.values("--expression") and not parsed.has("--file"):
         if not pos:
             model.ask_unknown("no script")
             return
-        scripts = [pos.pop(0)]
-    for script in scripts:
-        _sed_script(script, model)
+        pos.pop(0)
+    _sed_script(chunks, model)
     if parsed.has("--file"):
         model.ask_code("-f runs a script file the spec cannot see")
     if parsed.has("--in-place"):
@@ -63,35 +67,29 @@ def _sed(prog: Program, parsed: Parsed, model: Model) -> None:
     model.reads.extend(p for p in pos if p != "-")
 
 
-add(program(
+SED = program(
     "sed", "nErsuzf:e:l:i::",
     "quiet silent debug -e/expression= -f/file= follow-symlinks -i/in-place[=] "
     "line-length= null-data zero-terminated posix regexp-extended separate sandbox "
     "unbuffered" + " help version",
-    {"-f/--file": "read"}, positionals="custom", check=_sed))
+    {"-f/--file": "read"}, positionals="custom", check=_sed)
+add(SED)
 
 # ---- awk ---------------------------------------------------------------------------------
 
-_AWK_STRINGS = re.compile(r'"(?:[^"\\\n]|\\.)*"')
-_AWK_REGEX = re.compile(r"(?:(?<=[(,~!&|{};\n])|^)\s*/(?:[^/\\\n]|\\.)+/")
-_AWK_RISKY = re.compile(r"\bsystem\b|\bgetline\b|@")
-
-
 def _awk_program(text: str, model: Model) -> None:
+    """`awkscan`: commands, pipes, getline, ARGV, `@` and programs it cannot read ask even
+    in the sandbox; so does `print > FILE` (the sandbox lets it write `.git/commondir`)."""
     if DYN in text:
         model.ask_unknown("the program is not known before running")
         return
-    bare = _AWK_REGEX.sub(" R ", _AWK_STRINGS.sub(' "" ', text))
-    if _AWK_RISKY.search(bare):
-        model.ask_code("the program runs commands, reads files or loads code")
-        return
-    bare = bare.replace("||", " OR ")
-    if "|" in bare:
-        model.ask_code("the program pipes to a command")
-    for stmt in re.split(r"[;{}\n]", bare):
-        if re.search(r"\bprintf?\b", stmt) and ">" in re.sub(r"\([^()]*\)", "", stmt):
-            model.ask_unknown("print > FILE writes a file")
-            return
+    facts = scan_awk(text)
+    if facts.code is not None:
+        model.ask_code(f"{facts.code}: it may run commands, read files or load code")
+    if facts.writes:
+        model.ask_code("print > FILE writes a file the spec cannot see")
+    if facts.uncertain is not None:
+        model.ask_code(f"the program cannot be read with certainty: {facts.uncertain}")
 
 
 def _awk(prog: Program, parsed: Parsed, model: Model) -> None:
@@ -102,8 +100,13 @@ def _awk(prog: Program, parsed: Parsed, model: Model) -> None:
         _awk_program(pos.pop(0), model)
     else:
         model.ask_unknown("no program")
+    for v in parsed.values("--assign"):
+        if re.match(r"\s*ARG[VC]\b", v):
+            model.ask_code(f"-v {v!r} changes the input files at run time")
     for p in pos:
         if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", p):
+            if re.match(r"ARG[VC]\b", p):
+                model.ask_code(f"{p!r} changes the input files at run time")
             continue  # var=value operand
         if p != "-":
             model.reads.append(p)
@@ -203,6 +206,14 @@ def _tar(prog: Program, parsed: Parsed, model: Model) -> None:
         return
     mode = modes.pop()
     archives = parsed.values("--file")
+    if not parsed.has("--force-local"):
+        for a in archives:
+            if DYN in a:
+                model.ask_unknown("the archive name is not known before running (a "
+                                  "HOST:FILE name is a remote archive)")
+            elif ":" in a.partition("/")[0]:
+                model.add("deny", "network", f"tar archive {a!r} is remote (HOST:FILE): tar "
+                          "runs rsh/ssh to reach it (allow_network = false)")
     dirs = parsed.values("--directory")
     members = [p for p in parsed.positionals]
     if mode in ("create", "append", "update"):
@@ -218,8 +229,10 @@ def _tar(prog: Program, parsed: Parsed, model: Model) -> None:
             model.ask_unknown("no member names")
     elif mode == "extract":
         model.reads.extend(a for a in archives if a != "-")
-        model.writes.extend(dirs or ["."])
-        model.ask_unknown("extraction writes member paths the spec cannot see")
+        if not parsed.has("-O", "--to-stdout"):
+            model.writes.extend(dirs or ["."])
+            # members are judged at decision time (rules tar.extract-*: programs.archive)
+            model.ask_unknown("extraction writes member paths the spec cannot see")
     elif mode in ("list", "diff"):
         model.reads.extend(a for a in archives if a != "-")
     else:
@@ -257,7 +270,7 @@ TAR = program(
     "wildcards no-wildcards wildcards-match-slash ignore-case no-ignore-case null no-null "
     "recursion no-recursion totals[=] show-transformed-names checkpoint[=] "
     "checkpoint-action= to-command= use-compress-program= info-script= new-volume-script= "
-    "rsh-command= remove-files blocking-factor= record-size= label= "
+    "rsh-command= rmt-command= remove-files blocking-factor= record-size= label= "
     "incremental unlink-first recursive-unlink warning= sparse xattrs no-xattrs acls "
     "no-acls selinux no-selinux full-time utc force-local check-device no-check-device "
     "ignore-failed-read ignore-zeros occurrence[=] verify restrict level= posix "
@@ -268,7 +281,7 @@ TAR = program(
      "--index-file": "write", "-N": "unknown", "-K": "unknown", "-L/-V/-M": "unknown",
      "-F/--info-script/--new-volume-script": "deny:runs a program",
      "-I/--use-compress-program": "deny:runs a program",
-     "--to-command/--checkpoint-action/--rsh-command": "deny:runs a command",
+     "--to-command/--checkpoint-action/--rsh-command/--rmt-command": "deny:runs a command",
      "--recursive-unlink/--unlink-first": "ask:removes files before extracting",
      "--delete": "ask:rewrites an archive"},
     positionals="custom", check=_tar)
