@@ -77,6 +77,8 @@ class _Listing:
     reusable: bool = True
 
 
+COLLAPSE_MIN = 64
+"""A directory (not a root) of at least this many entries, all denied files, is masked whole."""
 RACY_NS = 1_000_000_000
 """A directory changed less than this long before it was read is read again next time."""
 CACHE_DIRS = 100_000
@@ -209,6 +211,13 @@ def _read(directory: str, rel: str, st: os.stat_result, deny_read: Matcher,
         child_rel = f"{rel}/{entry.name}" if rel else entry.name
         reusable &= _visit(entry, f"{directory}/{entry.name}", child_rel, deny_read,
                            deny_write, listing.found, listing.subdirs, listing.inodes)
+    if (rel and len(entries) >= COLLAPSE_MIN and len(listing.found.mask_files) == len(entries)
+            and not any(_is_link(e) for e in entries)):
+        # Every entry is a denied file (listed by name, not a link's target): one mask for
+        # the directory instead of one per file, so that thousands of decoys stay within
+        # what bubblewrap takes (the directory becomes read-only and empty in the sandbox).
+        listing.found.mask_files = []
+        listing.found.mask_dirs.append(directory)
     if reusable and (watching or time.time_ns() - st.st_ctime_ns > RACY_NS):
         if len(_listings) >= CACHE_DIRS:
             _listings.clear()
@@ -251,6 +260,13 @@ def _visit(entry: os.DirEntry[str], path: str, rel: str, deny_read: Matcher,
         # rewritten, it would point git at one the command wrote.
         found.read_only.append(path)
     return True
+
+
+def _is_link(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return True
 
 
 def mask_target(path: str, found: Found) -> None:
