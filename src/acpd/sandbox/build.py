@@ -62,6 +62,8 @@ CACHE_DIRS = ("~/.npm", "~/.cargo/registry", "~/.cargo/git", "~/go/pkg/mod", "~/
               "~/.gradle/caches")
 """Writable in the sandbox when they exist (besides $XDG_CACHE_HOME or ~/.cache)."""
 CACHES_ENV = "ACPD_SANDBOX_CACHES"
+GIT_ENV = "ACPD_SANDBOX_GIT"
+"""`read-only`: every command gets read-only git directories (`PathRules.git_writes` False)."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -124,11 +126,15 @@ def build_confinement(
         notes.append(f"{len(read_only)} paths to make read-only: only the first "
                      f"{READ_ONLY_LIMIT} are")
     mask_dirs = mask_dirs[:MASK_LIMIT]
+    pinned = _outside(found.git_dirs, mask_dirs)
+    git_writes = rules.git_writes and os.environ.get(GIT_ENV, "").lower() != "read-only"
     return Confinement(
         cwd=real_path(cwd),
         roots=real_roots,
         write_paths=write_paths,
-        pinned=tuple(d for d in found.git_dirs if not _under_any(d, mask_dirs)),
+        pinned=pinned,
+        git_read_only=pinned if not git_writes else (),
+        git_writable=_outside(found.git_writable, mask_dirs) if not git_writes else (),
         read_only=read_only[:READ_ONLY_LIMIT],
         mask_files=mask_files[:max(0, MASK_LIMIT - len(mask_dirs))],
         mask_dirs=mask_dirs,
