@@ -128,8 +128,10 @@ class ShellPolicies:
 
     async def judge(self, command: str, *, cwd: str, roots: tuple[str, ...],
                     session_id: str = "") -> Decision:
-        """The policy's decision for `command`; a policy that cannot judge denies."""
-        from acpd.policy.decision import Decision
+        """The policy's decision for `command`; a policy that cannot judge denies. Sandboxed
+        (bubblewrap here), a verdict the sandbox lifted holds only when the profile built for
+        the command is complete; else the unsandboxed verdict stands (docs/policy.md)."""
+        from acpd.policy.decision import RANK, Decision
 
         try:
             handle = await self.handle_for(cwd, session_id)
@@ -139,13 +141,14 @@ class ShellPolicies:
             decision = await _judged(judge, command, sandboxed)
             if not sandboxed or decision.verdict == "deny":
                 return decision
+            plain = await _judged(judge, command, False)
+            if RANK[plain.verdict] <= RANK[decision.verdict]:
+                return decision  # the sandbox lifted nothing: nothing to check
             # The sandbox-only allows hold only for a profile that enforces every rule: built
             # now, as the runner will build it (the walk's findings are reused while the disk
             # is unchanged, so the runner's own build costs little more).
             gap = await anyio.to_thread.run_sync(incomplete_sandbox, handle.current, cwd, roots)
-            if gap is None:
-                return decision
-            return _without_sandbox(await _judged(judge, command, False), decision, gap)
+            return decision if gap is None else _without_sandbox(plain, gap)
         except Exception as exc:  # fail closed: a broken policy must not let commands through
             log.exception("the shell policy could not judge a command")
             reason = f"the shell policy could not judge this command ({type(exc).__name__}: {exc})"
@@ -328,12 +331,10 @@ def incomplete_sandbox(policy: Any, cwd: str, roots: tuple[str, ...]) -> str | N
     return "; ".join(conf.notes)[:400] or "the sandbox profile is incomplete"
 
 
-def _without_sandbox(plain: Decision, sandboxed: Decision, gap: str) -> Decision:
+def _without_sandbox(plain: Decision, gap: str) -> Decision:
     """The decision when the sandbox cannot be counted on: the unsandboxed one, saying why."""
-    from acpd.policy.decision import RANK, Decision
+    from acpd.policy.decision import Decision
 
-    if RANK[plain.verdict] <= RANK[sandboxed.verdict]:
-        return sandboxed
     reason = f"the kernel sandbox cannot enforce every path rule here ({gap})"
     return Decision(plain.verdict, (*plain.reasons, reason), (*plain.rules, "sandbox.incomplete"),
                     plain.policy_hash)
