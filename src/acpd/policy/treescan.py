@@ -160,50 +160,115 @@ def name_filter(include: tuple[str, ...], exclude: tuple[str, ...],
     return skipped
 
 
+IGNORE_FILES = (".gitignore", ".ignore", ".rgignore")
+"""Files that can re-include (`!`) what the root's `.gitignore` ignores, for git or rg."""
+
+
 def gitignore_matcher(path: str, roots: tuple[str, ...]) -> Ignored | None:
     """What the `.gitignore` at the root holding `path` ignores, read now (bounded). Only ever
-    used to skip entries, so anything it cannot read safely (a negation `!`, an unreadable or
-    oversized file) gives None: nothing is skipped. Nested `.gitignore` files are not read
-    (the tool may skip more than we do, never less)."""
+    used to skip entries, so whatever could make the tool read what we would skip gives None
+    (nothing is skipped) or skips less:
+    - the root is not inside a git repository (rg honours .gitignore only there, and git add
+      needs one);
+    - a `.ignore` or `.rgignore` at the root (rg: above .gitignore, may re-include);
+    - a line we cannot read exactly as git and rg do (`docs/policy.md`): a negation `!`, any
+      backslash, a `[` class holding `[` (POSIX classes), `**` not a whole component, a CR
+      (git keeps it in the pattern, rg strips it), bytes that are not UTF-8; an unreadable or
+      oversized file.
+    Leading blanks are part of a pattern; trailing spaces (only spaces) are trimmed, as git
+    does. Under a directory that holds an ignore file of its own (nested `.gitignore`,
+    `.ignore`, `.rgignore`: it may re-include) nothing is skipped."""
     root = inside(path, roots)
-    if root is None:
+    if root is None or not _in_repository(root):
+        return None
+    if any(os.path.lexists(os.path.join(root, n)) for n in IGNORE_FILES[1:]):
         return None
     try:
         with open(os.path.join(root, ".gitignore"), "rb") as fh:
             data = read_upto(fh, MAX_GITIGNORE)
     except OSError:
         return None
-    if len(data) > MAX_GITIGNORE:
+    if len(data) > MAX_GITIGNORE or b"\r" in data:
         return None
-    anywhere: list[str] = []
-    anchored: list[str] = []
-    dir_any: list[str] = []
-    dir_anchored: list[str] = []
-    for raw in data.decode("utf-8", "replace").splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("!") or "\\" in line:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    groups: tuple[list[str], list[str], list[str], list[str]] = ([], [], [], [])
+    for raw in text.split("\n"):
+        if not _gitignore_line(raw.rstrip(" "), groups):
             return None
-        dir_only = line.endswith("/")
-        body = line.rstrip("/")
-        if not body:
-            continue
-        if "/" in body:
-            (dir_anchored if dir_only else anchored).append(glob_regex(body.lstrip("/")))
-        else:
-            (dir_any if dir_only else anywhere).append(glob_regex(body))
-    base = root.rstrip("/") + "/"
-    any_re = _union(anywhere)
-    anch_re = _union(anchored)
-    dany_re = _union(dir_any)
-    danch_re = _union(dir_anchored)
+    try:
+        return _gitignore_check(root.rstrip("/") + "/", *map(_union, groups))
+    except re.error:  # a class Python reads otherwise (`[!]`)
+        return None
+
+
+def _gitignore_line(line: str, groups: tuple[list[str], ...]) -> bool:
+    """File one pattern into (anywhere, anchored, dir_any, dir_anchored); False when the line
+    cannot be read exactly."""
+    if not line or line.startswith("#"):
+        return True
+    if line.startswith("!") or "\\" in line or not _plain_classes(line):
+        return False
+    dir_only = line.endswith("/")
+    body = line.rstrip("/")
+    if not body:
+        return True
+    if "**" in body and not all(part == "**" or "**" not in part for part in body.split("/")):
+        return False  # `a**b` is `a*b` to git; glob_regex would cross directories
+    anchored = "/" in body
+    groups[(2 if dir_only else 0) + anchored].append(
+        glob_regex(body.lstrip("/") if anchored else body))
+    return True
+
+
+def _plain_classes(line: str) -> bool:
+    """Every `[` opens a class that closes before any other `[` (no `[[:alpha:]]`)."""
+    i = line.find("[")
+    while i >= 0:
+        close = line.find("]", i + 2)
+        if close < 0:
+            return False  # git's wildmatch never matches an unclosed class
+        if "[" in line[i + 1:close]:
+            return False
+        i = line.find("[", close + 1)
+    return True
+
+
+def _in_repository(root: str) -> bool:
+    """A `.git` (directory or file) at `root` or above it."""
+    cur = root
+    while True:
+        if os.path.lexists(os.path.join(cur, ".git")):
+            return True
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return False
+        cur = parent
+
+
+def _gitignore_check(base: str, any_re: re.Pattern[str] | None, anch_re: re.Pattern[str] | None,
+                     dany_re: re.Pattern[str] | None, danch_re: re.Pattern[str] | None
+                     ) -> Ignored:
+    own: dict[str, bool] = {}
+
+    def has_own(directory: str) -> bool:
+        known = own.get(directory)
+        if known is None:
+            known = own[directory] = any(
+                os.path.lexists(os.path.join(directory, n)) for n in IGNORE_FILES)
+        return known
 
     def ignored(entry: str, is_dir: bool) -> bool:
         if not entry.startswith(base):
             return False
         rel = entry[len(base):]
-        name = rel.rpartition("/")[2]
+        parent, _, name = rel.rpartition("/")
+        if parent:
+            parts = parent.split("/")
+            if any(has_own(base + "/".join(parts[:i])) for i in range(1, len(parts) + 1)):
+                return False
         if any_re is not None and any_re.fullmatch(name):
             return True
         if anch_re is not None and anch_re.fullmatch(rel):

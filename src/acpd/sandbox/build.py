@@ -51,13 +51,19 @@ from acpd.sandbox.walk import Found, mask_target, walk_pattern_prefix, walk_root
 
 WALK_LIMIT = 100_000
 """Entries visited per command before the walk gives up (and says the profile is incomplete)."""
-MASK_LIMIT = 4096
-"""Mounts beyond this many make bubblewrap slow; past it the profile is incomplete."""
+MASK_LIMIT = 1800
+"""Masks (files and directories together) applied at most; past it the profile is
+incomplete. bubblewrap refuses more than 9000 arguments in all (a file mask takes 3, a
+directory mask 4): every command would fail, a denial of service by decoy files."""
+READ_ONLY_LIMIT = 400
+"""Read-only binds (3 arguments each) applied at most; past it the profile is incomplete."""
 SOCKET_DIRS = ("/run",)
 CACHE_DIRS = ("~/.npm", "~/.cargo/registry", "~/.cargo/git", "~/go/pkg/mod", "~/.m2/repository",
               "~/.gradle/caches")
 """Writable in the sandbox when they exist (besides $XDG_CACHE_HOME or ~/.cache)."""
 CACHES_ENV = "ACPD_SANDBOX_CACHES"
+GIT_ENV = "ACPD_SANDBOX_GIT"
+"""`read-only`: every command gets read-only git directories (`PathRules.git_writes` False)."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -104,27 +110,38 @@ def build_confinement(
     if found.truncated:
         notes.append(f"the workspace walk stopped after {walk_limit} entries: files past it "
                      "that deny_read names are not masked")
-    masks = len(found.mask_files) + len(found.mask_dirs)
-    if masks > MASK_LIMIT:
-        notes.append(f"{masks} deny_read matches: more than the {MASK_LIMIT} masks applied")
     mask_dirs = _outermost([*found.mask_dirs, *found.empty_dirs, *socket_dirs])
     hiding_root = [d for d in mask_dirs if any(_under_any(r, (d,)) for r in real_roots)]
     if hiding_root:
         notes.append(f"deny_read names the workspace itself ({hiding_root[0]}): not masked")
         mask_dirs = tuple(d for d in mask_dirs if d not in hiding_root)
+    mask_files = _outside(found.mask_files, mask_dirs)
+    read_only = _outside(found.read_only, mask_dirs)
+    masks = len(mask_files) + len(mask_dirs)
+    within = masks <= MASK_LIMIT and len(read_only) <= READ_ONLY_LIMIT
+    if masks > MASK_LIMIT:
+        notes.append(f"{masks} deny_read matches to mask: only the first {MASK_LIMIT} are "
+                     "(bubblewrap takes no more arguments)")
+    if len(read_only) > READ_ONLY_LIMIT:
+        notes.append(f"{len(read_only)} paths to make read-only: only the first "
+                     f"{READ_ONLY_LIMIT} are")
+    mask_dirs = mask_dirs[:MASK_LIMIT]
+    pinned = _outside(found.git_dirs, mask_dirs)
+    git_writes = rules.git_writes and os.environ.get(GIT_ENV, "").lower() != "read-only"
     return Confinement(
         cwd=real_path(cwd),
         roots=real_roots,
         write_paths=write_paths,
-        pinned=tuple(d for d in found.git_dirs if not _under_any(d, mask_dirs)),
-        read_only=_dedupe(p for p in found.read_only if not _under_any(p, mask_dirs)),
-        mask_files=_dedupe(p for p in found.mask_files if not _under_any(p, mask_dirs))[
-            :MASK_LIMIT],
-        mask_dirs=mask_dirs[:MASK_LIMIT],
+        pinned=pinned,
+        git_read_only=pinned if not git_writes else (),
+        git_writable=_outside(found.git_writable, mask_dirs) if not git_writes else (),
+        read_only=read_only[:READ_ONLY_LIMIT],
+        mask_files=mask_files[:max(0, MASK_LIMIT - len(mask_dirs))],
+        mask_dirs=mask_dirs,
         reexpose=reexpose,
         tool_dirs=tool_dirs,
         network=rules.allow_network,
-        complete=not found.truncated and masks <= MASK_LIMIT and linked.complete,
+        complete=not found.truncated and within and linked.complete,
         notes=tuple(notes),
         walked=found.walked,
     )
@@ -249,6 +266,20 @@ def _socket_dirs(roots: tuple[str, ...], network: bool) -> tuple[list[str], tupl
 
 def _real_dirs(paths: Sequence[str]) -> tuple[str, ...]:
     return _dedupe(real for real in map(real_dir, paths) if real is not None)
+
+
+def _outside(paths: Iterable[str], dirs: Sequence[str]) -> tuple[str, ...]:
+    """`paths` (deduplicated) that lie under none of `dirs`: a set lookup per ancestor, not a
+    comparison per pair (thousands of decoy masks against hundreds of masked directories)."""
+    every = set(dirs)
+    kept = []
+    for path in dict.fromkeys(paths):
+        cur = path
+        while cur not in every and cur not in ("/", ""):
+            cur = os.path.dirname(cur)
+        if cur not in every:
+            kept.append(path)
+    return tuple(kept)
 
 
 def _under_any(path: str, parents: Sequence[str]) -> bool:

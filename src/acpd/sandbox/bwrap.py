@@ -132,9 +132,20 @@ def pin_args(pins: dict[str, int]) -> list[str]:
     return argv
 
 
+def git_args(conf: Confinement) -> list[str]:
+    """Read-only git directories, then their writable entries (shallowest first, so a git
+    directory inside another one's writable entry is read-only again)."""
+    binds = [(p.count("/"), 0, p) for p in conf.git_read_only]
+    binds += [(p.count("/"), 1, p) for p in conf.git_writable]
+    argv: list[str] = []
+    for _, writable, path in sorted(binds):
+        argv += ["--bind" if writable else "--ro-bind", path, path]
+    return argv
+
+
 def tail_args(conf: Confinement) -> list[str]:
     """What stays read-only inside the writable places, the masks, TMPDIR and the cwd."""
-    argv: list[str] = []
+    argv = git_args(conf)
     for path in conf.read_only:
         argv += ["--ro-bind", path, path]
     for path in conf.mask_files:

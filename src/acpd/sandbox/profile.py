@@ -24,6 +24,11 @@ class Confinement:
     pinned: tuple[str, ...] = ()
     """Writable directories bound onto themselves so they cannot be renamed or replaced
     (every git directory found: `mv .git x; git init` would bring fresh hooks)."""
+    git_read_only: tuple[str, ...] = ()
+    """Git directories bound read-only whole (after the pins), when the rules say
+    `git_writes = False`; `git_writable` entries of them are then bound back writable."""
+    git_writable: tuple[str, ...] = ()
+    """Directories inside `git_read_only` ones bound back writable (objects, refs, logs...)."""
     read_only: tuple[str, ...] = ()
     """Paths inside writable places made read-only: git hooks/config/info, `deny_write` matches."""
     mask_files: tuple[str, ...] = ()
@@ -66,8 +71,8 @@ class Confinement:
         return cls(**_checked(data))  # type: ignore[arg-type]  # each field checked there
 
 
-_PATHS = ("roots", "write_paths", "pinned", "read_only", "mask_files", "mask_dirs", "reexpose",
-          "tool_dirs")
+_PATHS = ("roots", "write_paths", "pinned", "git_read_only", "git_writable", "read_only",
+          "mask_files", "mask_dirs", "reexpose", "tool_dirs")
 _FLAGS = ("network", "private_tmp", "complete")
 
 

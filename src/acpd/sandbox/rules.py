@@ -20,8 +20,9 @@ GIT_WHOLE = frozenset({".git", ".git/**", "**/.git", "**/.git/**"})
 """deny_write patterns naming a whole git directory. The policy uses them against tools
 writing into `.git` (`cp x .git/`), never against git itself, whose commits must write objects,
 refs and the index. In the sandbox every process is confined alike, so these are left to the
-git-directory rules (hooks, config and info read-only, the directory pinned), not bound
-read-only whole."""
+git-directory rules (walk.py `GIT_CODE` read-only, the directory pinned; with
+`git_writes` False the whole directory read-only but `GIT_WRITABLE`), not bound read-only
+whole."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,13 @@ class PathRules:
     deny_write: tuple[str, ...] = ()
     write_roots: tuple[str, ...] = ()
     allow_network: bool = False
+    git_writes: bool = True
+    """False: every git directory in the roots is read-only except `walk.GIT_WRITABLE`
+    (objects, refs, logs...): a command can neither create nor change what git obeys
+    (`commondir`, `config.worktree`, rebase state...), and cannot update the index or HEAD
+    either. For commands allowed only because they are sandboxed (opaque code). True: the top
+    of a git directory stays writable (git add/commit/switch), what exists of `GIT_CODE` is
+    read-only."""
 
     @classmethod
     def of(cls, policy: Any) -> PathRules:

@@ -13,10 +13,11 @@ ctime are unchanged (see `_listing`). Both are checks of the disk as it is now, 
 from an earlier command; the first makes a 10,000-file workspace cost almost nothing, the
 second a stat per directory.
 
-A directory that holds `HEAD`, `config` and `objects` is a git directory (a
-workspace's `.git`, a nested repository's, a submodule's under `.git/modules`, a bare repo):
-its `hooks`, `config` and `info` become read-only, since git runs what they name (a missing
-`hooks` or `info` becomes an empty read-only directory), and the git directory itself is pinned
+A directory that holds `HEAD` and either `config` and `objects` or `commondir` is a git
+directory (a workspace's `.git`, a nested repository's, a submodule's under `.git/modules`, a
+bare repo, a linked worktree's admin directory under `.git/worktrees`): what git runs or obeys
+in it (`GIT_CODE`) becomes read-only (a missing `hooks` or `info` becomes an empty read-only
+directory), and the git directory itself is pinned
 (bound onto itself: a mount point cannot be renamed, so `mv .git old && git init` fails). A
 `.git` file (a pointer to a git directory elsewhere) is read-only.
 """
@@ -32,9 +33,22 @@ from acpd.sandbox import watched
 from acpd.sandbox.paths import existing_real
 from acpd.sandbox.rules import Matcher
 
-GIT_CODE = ("hooks", "config", "info")
-"""What git executes or obeys inside a git directory (hooks; config: core.fsmonitor,
-core.hooksPath, aliases, filters; info: attributes that name filters, exclude)."""
+GIT_CODE = ("hooks", "config", "info", "commondir", "config.worktree", "gitdir")
+"""What git executes or obeys inside a git directory, read-only where it exists: hooks;
+config (core.fsmonitor, core.hooksPath, aliases, filters); info (attributes naming filters);
+commondir (moves config, hooks and objects to the directory it names); config.worktree (a
+second config); gitdir (a linked worktree's back pointer). hooks and info are made (empty)
+when missing, as `git init` would; the other names cannot be bound when missing without
+creating them in the user's repository, and neither can an interrupted rebase's or
+cherry-pick's state (rebase-merge, rebase-apply, sequencer: `exec` lines run by the next
+`git rebase --continue`), which git in the sandbox must be able to write while the top of
+the git directory is writable. A read-only git directory (`PathRules.git_writes` False,
+with `GIT_WRITABLE` bound back) closes all of them (docs/sandbox.md)."""
+GIT_WRITABLE = ("objects", "refs", "logs", "rr-cache", "lfs")
+"""With the git directory itself read-only: the entries bound back writable (directories
+only: their contents are git's data, never code or redirection). Object and ref writes work
+(`git hash-object -w`, `git update-ref`, `git fetch` into refs); whatever replaces a file at
+the top of the git directory (index, HEAD, packed-refs: lock file and rename) does not."""
 
 
 @dataclass(slots=True)
@@ -44,6 +58,8 @@ class Found:
     read_only: list[str] = field(default_factory=list)
     empty_dirs: list[str] = field(default_factory=list)
     git_dirs: list[str] = field(default_factory=list)
+    git_writable: list[str] = field(default_factory=list)
+    """`GIT_WRITABLE` entries of the git directories found (real directories, not links)."""
     walked: int = 0
     truncated: bool = False
     files: list[tuple[str, int, dict[int, list[str]]]] = field(default_factory=list)
@@ -56,6 +72,7 @@ class Found:
         self.read_only += other.read_only
         self.empty_dirs += other.empty_dirs
         self.git_dirs += other.git_dirs
+        self.git_writable += other.git_writable
         self.walked += other.walked
 
 
@@ -77,6 +94,8 @@ class _Listing:
     reusable: bool = True
 
 
+COLLAPSE_MIN = 64
+"""A directory (not a root) of at least this many entries, all denied files, is masked whole."""
 RACY_NS = 1_000_000_000
 """A directory changed less than this long before it was read is read again next time."""
 CACHE_DIRS = 100_000
@@ -201,7 +220,7 @@ def _read(directory: str, rel: str, st: os.stat_result, deny_read: Matcher,
         os.close(fd)
     listing = _Listing(st.st_dev, st.st_ino, st.st_ctime_ns, deny_read, deny_write, Found(), [])
     names = {e.name for e in entries}
-    if {"HEAD", "config", "objects"} <= names:
+    if "HEAD" in names and ({"config", "objects"} <= names or "commondir" in names):
         _git_dir(directory, entries, listing.found)
     reusable = True
     for entry in entries:
@@ -209,6 +228,13 @@ def _read(directory: str, rel: str, st: os.stat_result, deny_read: Matcher,
         child_rel = f"{rel}/{entry.name}" if rel else entry.name
         reusable &= _visit(entry, f"{directory}/{entry.name}", child_rel, deny_read,
                            deny_write, listing.found, listing.subdirs, listing.inodes)
+    if (rel and len(entries) >= COLLAPSE_MIN and len(listing.found.mask_files) == len(entries)
+            and not any(_is_link(e) for e in entries)):
+        # Every entry is a denied file (listed by name, not a link's target): one mask for
+        # the directory instead of one per file, so that thousands of decoys stay within
+        # what bubblewrap takes (the directory becomes read-only and empty in the sandbox).
+        listing.found.mask_files = []
+        listing.found.mask_dirs.append(directory)
     if reusable and (watching or time.time_ns() - st.st_ctime_ns > RACY_NS):
         if len(_listings) >= CACHE_DIRS:
             _listings.clear()
@@ -253,6 +279,13 @@ def _visit(entry: os.DirEntry[str], path: str, rel: str, deny_read: Matcher,
     return True
 
 
+def _is_link(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return True
+
+
 def mask_target(path: str, found: Found) -> None:
     """Mask what `path` really names (a symlink's target), when it exists."""
     real = existing_real(path)
@@ -273,12 +306,24 @@ def _git_dir(directory: str, entries: list[os.DirEntry[str]], found: Found) -> N
     present = {e.name: e for e in entries}
     for name in GIT_CODE:
         entry = present.get(name)
-        if entry is None and name != "config":
+        if entry is None and name in ("hooks", "info") and "commondir" not in present:
             # Missing: an empty read-only directory takes its place (bubblewrap creates the
-            # mount point, an empty directory, as `git init` would have).
+            # mount point, an empty directory, as `git init` would have). A linked worktree's
+            # admin directory has neither: its common directory's count.
             found.empty_dirs.append(os.path.join(directory, name))
         elif entry is not None and not entry.is_symlink():
             found.read_only.append(os.path.join(directory, name))
+    for name in GIT_WRITABLE:
+        entry = present.get(name)
+        if entry is not None and _real_dir(entry):
+            found.git_writable.append(os.path.join(directory, name))
+
+
+def _real_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 def walk_pattern_prefix(prefix: str, matcher: Matcher, found: Found, limit: int) -> None:

@@ -128,18 +128,27 @@ class ShellPolicies:
 
     async def judge(self, command: str, *, cwd: str, roots: tuple[str, ...],
                     session_id: str = "") -> Decision:
-        """The policy's decision for `command`; a policy that cannot judge denies."""
-        from acpd.policy.decision import Decision
+        """The policy's decision for `command`; a policy that cannot judge denies. Sandboxed
+        (bubblewrap here), a verdict the sandbox lifted holds only when the profile built for
+        the command is complete; else the unsandboxed verdict stands (docs/policy.md)."""
+        from acpd.policy.decision import RANK, Decision
 
         try:
             handle = await self.handle_for(cwd, session_id)
             judge = functools.partial(handle.judge, command, cwd=cwd, roots=roots,
-                                      trust=self.trust_for(cwd), sandboxed=confined())
-            if len(command) <= INLINE_JUDGE_CHARS:
-                return judge()
-            # A long command line can take up to the policy's time budget (50 ms): judge it
-            # on a worker thread so that other sessions' messages are not held up meanwhile.
-            return await anyio.to_thread.run_sync(judge)
+                                      trust=self.trust_for(cwd))
+            sandboxed = confined()
+            decision = await _judged(judge, command, sandboxed)
+            if not sandboxed or decision.verdict == "deny":
+                return decision
+            plain = await _judged(judge, command, False)
+            if RANK[plain.verdict] <= RANK[decision.verdict]:
+                return decision  # the sandbox lifted nothing: nothing to check
+            # The sandbox-only allows hold only for a profile that enforces every rule: built
+            # now, as the runner will build it (the walk's findings are reused while the disk
+            # is unchanged, so the runner's own build costs little more).
+            gap = await anyio.to_thread.run_sync(incomplete_sandbox, handle.current, cwd, roots)
+            return decision if gap is None else _without_sandbox(plain, gap)
         except Exception as exc:  # fail closed: a broken policy must not let commands through
             log.exception("the shell policy could not judge a command")
             reason = f"the shell policy could not judge this command ({type(exc).__name__}: {exc})"
@@ -296,6 +305,39 @@ class _Env(Protocol):
     cwd: str
     roots: tuple[str, ...]
     session_id: str
+
+
+async def _judged(judge: Callable[..., Decision], command: str, sandboxed: bool) -> Decision:
+    if len(command) <= INLINE_JUDGE_CHARS:
+        return judge(sandboxed=sandboxed)
+    # A long command line can take up to the policy's time budget (50 ms): judge it on a
+    # worker thread so that other sessions' messages are not held up meanwhile.
+    return await anyio.to_thread.run_sync(functools.partial(judge, sandboxed=sandboxed))
+
+
+def incomplete_sandbox(policy: Any, cwd: str, roots: tuple[str, ...]) -> str | None:
+    """Why the kernel sandbox built for a command in `cwd` would not enforce every path rule
+    (the workspace walk's bound, a denied file's other name outside the roots, more masks
+    than bubblewrap takes), or None when it would. Reads the disk: call off the loop."""
+    from acpd.sandbox.build import build_confinement
+    from acpd.sandbox.rules import PathRules as SandboxRules
+
+    try:
+        conf = build_confinement(roots or (cwd,), SandboxRules.of(policy), cwd=cwd)
+    except ValueError:
+        return None  # no root exists: the runner refuses the command itself
+    if conf.complete:
+        return None
+    return "; ".join(conf.notes)[:400] or "the sandbox profile is incomplete"
+
+
+def _without_sandbox(plain: Decision, gap: str) -> Decision:
+    """The decision when the sandbox cannot be counted on: the unsandboxed one, saying why."""
+    from acpd.policy.decision import Decision
+
+    reason = f"the kernel sandbox cannot enforce every path rule here ({gap})"
+    return Decision(plain.verdict, (*plain.reasons, reason), (*plain.rules, "sandbox.incomplete"),
+                    plain.policy_hash)
 
 
 def confined() -> bool:

@@ -163,19 +163,54 @@ def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Mod
 
 
 def _name_filters(name: str, parsed: Parsed, m: Model) -> None:
-    """Which files of a tree the search reads: grep --include/--exclude/--exclude-dir match
-    base names; rg -g/--glob globs without a `/` match base names too (`!` excludes). Any
-    form we cannot read to the letter (a glob with `/`, --iglob, a file of patterns) leaves
-    the tree read whole."""
+    """Which files of a tree the search reads, narrowed only where the tool's semantics are
+    certain to match ours (else the tree is read whole).
+
+    grep (GNU, gnulib `excluded_file_name`): the LAST --include/--exclude that matches a base
+    name decides, and a name none matches is read when the FIRST such option is --exclude;
+    glibc fnmatch takes `\\x` as `x` and knows `[^...]`, `[[:alpha:]]`. So: only all-include
+    or all-exclude lists of plain globs narrow; --exclude-from (patterns we do not see, in
+    order) stops the narrowing. --exclude-dir is a plain "any match skips".
+    rg: later -g globs win, `!` negates, a file no glob matches is skipped only when some glob
+    is not negated, directories are skipped only by a negated glob; globs are gitignore-style
+    (`{a,b}`, `\\`, `[...]`, `**`) and a whitelist glob overrides hidden-file and .gitignore
+    skipping. So with any glob the tree's hidden and ignored files count, and a mixed list
+    only skips files no glob names at all."""
     if name == "rg":
-        if parsed.has("--iglob", "--type", "--type-not", "--type-add"):
-            return
-        globs = parsed.values("-g", "--glob")
-        if any("/" in g for g in globs):
-            return
-        m.include = tuple(g for g in globs if not g.startswith("!"))
-        m.exclude = m.exclude_dirs = tuple(g[1:] for g in globs if g.startswith("!"))
+        _rg_globs(parsed, m)
         return
-    m.include = tuple(parsed.values("--include"))
-    m.exclude = tuple(parsed.values("--exclude"))
-    m.exclude_dirs = tuple(parsed.values("--exclude-dir"))
+    if parsed.has("--exclude-from"):
+        return
+    kinds = [(opt.name, v) for opt, v in parsed.options
+             if opt.name in ("--include", "--exclude") and v is not None]
+    if all(_plain_glob(g) for _, g in kinds):
+        if all(k == "--include" for k, _ in kinds):
+            m.include = tuple(g for _, g in kinds)
+        elif all(k == "--exclude" for k, _ in kinds):
+            m.exclude = tuple(g for _, g in kinds)
+    dirs = parsed.values("--exclude-dir")
+    if all(_plain_glob(g) for g in dirs):
+        m.exclude_dirs = tuple(dirs)
+
+
+def _rg_globs(parsed: Parsed, m: Model) -> None:
+    globs = parsed.values("-g", "--glob")
+    if parsed.has("--iglob") or globs:
+        m.hidden, m.gitignore = True, False  # a whitelist glob overrides both
+    if parsed.has("--iglob", "--glob-case-insensitive", "--type", "--type-not", "--type-add"):
+        return
+    bodies = [g[1:] if g.startswith("!") else g for g in globs]
+    if not all(_plain_glob(b, rg=True) for b in bodies):
+        return
+    if all(g.startswith("!") for g in globs):
+        m.exclude = m.exclude_dirs = tuple(bodies)
+    else:  # no glob matches: skipped (a whitelist exists); the last match deciding: not modelled
+        m.include = tuple(bodies)
+
+
+def _plain_glob(glob: str, rg: bool = False) -> bool:
+    """A glob Python's fnmatch reads exactly as the tool does: `*` and `?` only (no escapes,
+    classes, and for rg no braces, separators or `**`)."""
+    if not glob or "\\" in glob or "[" in glob:
+        return False
+    return not rg or (not any(c in glob for c in "{}/") and "**" not in glob)
