@@ -195,7 +195,10 @@ class Job:
         await anyio.wait_readable(self.pidfd)
         if data[:1] == b"E" and len(data) == 5 and self._sent is None:
             status = int.from_bytes(data[1:], "little", signed=True)
-            self.returncode = os.waitstatus_to_exitcode(status)
+            code = os.waitstatus_to_exitcode(status)
+            # bubblewrap's convention, so both paths report alike: a command killed by a
+            # signal exits 128 + its number.
+            self.returncode = 128 - code if code < 0 else code
         else:  # killed (cancel, timeout, stop), or its parent died
             self.returncode = -(self._sent or signal.SIGKILL)
         self._reply.close()

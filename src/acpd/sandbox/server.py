@@ -14,8 +14,10 @@ Rules, in the order a command meets them:
 - A request (one SOCK_SEQPACKET message on the control socket) carries the command's fresh
   per-command profile (the pins, read-only paths and masks the daemon's walk found just
   now), argv, env, and by SCM_RIGHTS its stdin, stdout, stderr and a reply socket.
-- For each request the parent clones a child into a new mount namespace and a new PID
-  namespace at once: the *init*, PID 1 there. It applies the profile: pins (a git directory
+- For each request the parent clones a child into a new mount, PID and IPC namespace at
+  once: the *init*, PID 1 there. It gets a /dev/shm and a devpts of its own (the /dev
+  tmpfs is shared with the parent's other commands, so it is made read-only: no command
+  replaces a node for the next one), then applies the profile: pins (a git directory
   opened without following links, checked to be the path the walk found, bound onto itself
   by descriptor), read-only binds (recursive, read-only, nosuid, nodev), masks (/dev/null
   over a file, an empty 0555 tmpfs over a directory, resolver paths bound back), the cwd. A
@@ -23,7 +25,8 @@ Rules, in the order a command meets them:
   profile.
 - The init mounts a /proc of its own namespace (no other command, and not the parent, is
   visible), covers the writable /proc files as bubblewrap does, drops every capability
-  (bounding set, ambient, permitted, effective, inheritable; no_new_privs), sends its pidfd
+  (bounding set, ambient, permitted, effective, inheritable; no_new_privs), becomes
+  non-dumpable (the command, same uid, cannot ptrace it), sends its pidfd
   on the reply socket ("S": set up, about to run; if the daemon gave up, nothing runs) and
   spawns `argv` in a new session. It reaps orphans and, when the command ends, reports its
   wait status ("E") and exits: the kernel then kills every process left in the namespace
@@ -48,6 +51,7 @@ from acpd.sandbox import syscalls as sc
 
 MAX_REQUEST = 1 << 20
 RO_FLAGS = sc.MOUNT_ATTR_RDONLY | sc.MOUNT_ATTR_NOSUID | sc.MOUNT_ATTR_NODEV
+CLONE_FLAGS = sc.CLONE_NEWNS | sc.CLONE_NEWPID | sc.CLONE_NEWIPC | signal.SIGCHLD
 USERNS_LIMIT = "/proc/sys/user/max_user_namespaces"
 PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")
 """What bubblewrap makes read-only in its /proc when it is writable."""
@@ -68,7 +72,7 @@ def main(control_fd: int) -> None:
             continue
         if not data:
             break
-        if len(fds) == 4 and sc.clone(sc.CLONE_NEWNS | sc.CLONE_NEWPID | signal.SIGCHLD) == 0:
+        if len(fds) == 4 and sc.clone(CLONE_FLAGS) == 0:
             control.close()
             _init(data, fds, held)
         _close(fds)
@@ -96,11 +100,15 @@ def _init(data: bytes, fds: list[int], held: tuple[int, ...]) -> None:
     reply = os.dup2(fds[3], 3, inheritable=False)
     os.closerange(4, 65536)
     try:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # Python's handlers: an init ignores them
+            signal.signal(sig, signal.SIG_DFL)
         request = json.loads(data)
+        _fresh_dev()
         apply_profile(request)
         os.setsid()
         _mount_proc()
         sc.drop_all_capabilities(held)
+        sc.prctl(sc.PR_SET_DUMPABLE, 0)  # the command may not ptrace its init (same uid)
         program = _program(request)
         pidfd = os.pidfd_open(os.getpid())
         # Before the command runs: a daemon that gave up waiting (its end is closed) makes
@@ -191,6 +199,17 @@ def _mask_dir(path: str, inner: list[str]) -> None:
     finally:
         for _, tree in kept:
             os.close(tree)
+
+
+def _fresh_dev() -> None:
+    """What bubblewrap's `--dev` gives each command and a parent's /dev would share between
+    them: a fresh /dev/shm and a fresh devpts instance (no pty of another command); and the
+    /dev tmpfs read-only, so no command replaces a node (/dev/urandom, /dev/null) for the
+    commands after it."""
+    sc.mount("tmpfs", "/dev/shm", "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, "mode=0755")
+    sc.mount("devpts", "/dev/pts", "devpts", sc.MS_NOSUID | 8,  # 8: MS_NOEXEC
+             "newinstance,ptmxmode=0666,mode=620")
+    sc.mount_setattr(sc.AT_FDCWD, "/dev", 0, sc.MOUNT_ATTR_RDONLY)
 
 
 def _mount_proc() -> None:
