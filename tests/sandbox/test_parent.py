@@ -217,3 +217,24 @@ async def test_what_one_command_leaves_in_dev_or_ipc_is_not_seen_by_the_next(ws:
     assert "PLANT" not in second.output and "x" not in lines[1:2]
     assert "4" in lines and lines.count("0") == 1  # urandom intact; no shared memory segment
     assert not (ws / "x").exists()
+
+
+async def test_a_workspace_removed_and_made_again_is_the_one_commands_see(ws: Path) -> None:
+    await parented(ws)
+    old = the_parent()
+    remake(ws)
+    result = await run(ws, WHO + "cat fresh.txt .env; echo written > out.txt")
+    assert "NEW-WORKSPACE" in result.output and "NEW-CANARY" not in result.output
+    assert (ws / "out.txt").read_text() == "written\n"
+    assert the_parent() is not old  # the old one binds the removed directory
+
+
+def remake(ws: Path) -> None:
+    """Remove the workspace and make it again (another directory at the same path)."""
+    import shutil
+
+    shutil.rmtree(ws)
+    ws.mkdir()
+    git_dir(ws / ".git")
+    (ws / "fresh.txt").write_text("NEW-WORKSPACE\n")
+    (ws / ".env").write_text("NEW-CANARY\n")

@@ -8,7 +8,9 @@ Rules and limits:
   daemon's walk just before: no file-system fact is kept across commands. A base that
   differs (a policy reload that changes `write_roots` or `allow_network`, a new cache
   directory) is another parent; a parent of the same roots with another base is closed (its
-  running commands finish; it then exits); at most MAX_PARENTS stay.
+  running commands finish; it then exits); at most MAX_PARENTS stay. A parent is also
+  retired when a directory it binds was replaced (another inode) or the host's mount table
+  changed (its mounts are a copy made when it started; the walk masks what the host shows).
 - A parent starts in the background when a base is first seen; until it says it is ready
   the caller runs bubblewrap per command (`start` returns None). A parent found dead (killed,
   crashed) is replaced; a request it could not take, or a profile it could not apply, makes
@@ -83,8 +85,11 @@ def parent_argv(bwrap: str, base: Confinement, control_fd: int) -> list[str]:
 class Parent:
     """One bubblewrap around one server.py, for one base."""
 
-    def __init__(self, bwrap: str, base: Confinement) -> None:
+    def __init__(self, bwrap: str, base: Confinement,
+                 identity: tuple[tuple[int, int], ...] = ()) -> None:
         self.base = base
+        self.identity = identity
+        """The bound directories' (device, inode) when it started (see `_identity`)."""
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._control = mine
         self._ready = False
@@ -298,6 +303,8 @@ class ParentPool:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._parents: dict[Confinement, Parent] = {}
+        self._mounts: select.poll | None = None
+        self._mounts_file: int = -1
 
     def take(self, bwrap: str, conf: Confinement) -> Parent | None:
         """A ready parent for `conf`'s base; None when there is none yet (one is started)
@@ -305,15 +312,38 @@ class ParentPool:
         if os.environ.get(PARENT_ENV, "").lower() in ("off", "0", "no", "false", "none"):
             return None
         base = base_of(conf)
+        identity = _identity(base)
         with self._lock:
+            if self._mounts_changed():
+                self._drop_all()
             parent = self._parents.get(base)
-            if parent is not None and parent.dead():
-                self._drop(base)
+            if parent is not None and (parent.dead() or parent.identity != identity):
+                self._drop(base)  # dead, or a bound directory was replaced since it started
                 parent = None
             if parent is None:
-                self._start(bwrap, base)
+                self._start(bwrap, base, identity)
                 return None
             return parent if parent.ready() else None
+
+    def _mounts_changed(self) -> bool:
+        """Whether the host's mount table changed since the last look (the kernel flags
+        /proc/self/mountinfo for poll). A parent's mounts are a copy made when it started:
+        a bind of the workspace unmounted on the host since would still show there, unmasked
+        (the walk masks what the host's mounts show). Any change retires every parent."""
+        if self._mounts is None:
+            try:
+                self._mounts_file = os.open("/proc/self/mountinfo", os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                return True
+            self._mounts = select.poll()
+            self._mounts.register(self._mounts_file, select.POLLPRI | select.POLLERR)
+            self._mounts.poll(0)  # the first poll reports the state it starts from
+            return True
+        return bool(self._mounts.poll(0))
+
+    def _drop_all(self) -> None:
+        for base in list(self._parents):
+            self._drop(base)
 
     def parent_for(self, conf: Confinement) -> Parent | None:
         """The parent (ready or not) for `conf`'s base, if any (tests, benchmarks)."""
@@ -328,19 +358,32 @@ class ParentPool:
 
     def close_all(self) -> None:
         with self._lock:
-            for base in list(self._parents):
-                self._drop(base)
+            self._drop_all()
 
-    def _start(self, bwrap: str, base: Confinement) -> None:
+    def _start(self, bwrap: str, base: Confinement, identity: tuple[tuple[int, int], ...]
+               ) -> None:
         for other in [b for b in self._parents if b.roots == base.roots]:
             self._drop(other)  # a reload changed the base: the old one is stale
         while len(self._parents) >= MAX_PARENTS:
             self._drop(next(iter(self._parents)))
         with contextlib.suppress(OSError):
-            self._parents[base] = Parent(bwrap, base)
+            self._parents[base] = Parent(bwrap, base, identity)
 
     def _drop(self, base: Confinement) -> None:
         self._parents.pop(base).close()
+
+
+def _identity(base: Confinement) -> tuple[tuple[int, int], ...]:
+    """(device, inode) of every directory the base binds: a workspace removed and made again
+    is another directory, which a parent started before would not show (it binds the old)."""
+    out = []
+    for path in (*base.roots, *base.write_paths, *base.tool_dirs, base.tmp_dir):
+        try:
+            st = os.stat(path) if path else None
+        except OSError:
+            st = None
+        out.append((st.st_dev, st.st_ino) if st is not None else (-1, -1))
+    return tuple(out)
 
 
 POOL = ParentPool()
