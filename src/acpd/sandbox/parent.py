@@ -140,7 +140,7 @@ class Parent:
             mine.setblocking(False)
             data, fds = await _receive(mine)
         except BaseException:
-            mine.close()  # a cancelled start: the init finds it closed and runs nothing
+            _abandon(mine)
             raise
         if data[:1] == b"S" and len(fds) == 1:
             return Job(fds[0], mine)
@@ -150,6 +150,20 @@ class Parent:
         if data[:1] == b"F":
             raise Refused(data[1:].decode(errors="replace"))
         raise OSError("the sandbox parent ended before the command started")
+
+
+def _abandon(reply: socket.socket) -> None:
+    """A start given up (cancelled): from now on the init cannot send "S" and so runs
+    nothing; one that sent it already is killed."""
+    with contextlib.suppress(OSError):
+        reply.shutdown(socket.SHUT_RD)
+    with contextlib.suppress(OSError):
+        _data, fds, _flags, _addr = socket.recv_fds(reply, 8192, 1, socket.MSG_DONTWAIT)
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            os.close(fd)
+    reply.close()
 
 
 async def _receive(sock: socket.socket) -> tuple[bytes, list[int]]:
