@@ -170,6 +170,8 @@ async def _receive(sock: socket.socket) -> tuple[bytes, list[int]]:
     while True:
         try:
             data, fds, _flags, _addr = socket.recv_fds(sock, 8192, 1)
+            for fd in fds:  # received descriptors are inheritable: no other child gets one
+                os.set_inheritable(fd, False)
             return data, fds
         except BlockingIOError:
             await anyio.wait_readable(sock)
