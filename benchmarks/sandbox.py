@@ -3,10 +3,11 @@
 Target (issue 15): under 5 ms added per command (median). Printed, each as median and p95
 (and for an added cost also the difference of the minimums: the cost when neither run waited
 for a CPU), with the load average (2 cores shared with other jobs: figures move with it):
-  1. the local path's added cost per command: the daemon's confinement build, the pins and
-     bubblewrap around `bash -c true`, against `bash -c true` alone; the argv as it was before
-     (masked directories remounted read-only) as a named baseline;
-     bubblewrap alone, and with the network namespace shared;
+  1. the local path's added cost per command, against `bash -c true` alone: now, the daemon's
+     confinement build then the sandbox parent (sandbox/parent.py: a fresh mount, PID and IPC
+     namespace per command, forked by a long-lived process inside bubblewrap); the named
+     baselines: the build, the pins and bubblewrap per command (before this session, still
+     the fallback and the editor path's), bubblewrap alone, the parent alone;
   2. the per-command confinement build (the workspace walk) on a small workspace and on a
      10,000-file one (with a git repository): cold, unchanged since the last command (each
      directory's listing is reused after a stat proves it unchanged), one file added;
@@ -27,14 +28,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+
+import anyio
 
 from acpd.daemon import confine
 from acpd.daemon.confine import Confined, editor_launch, workspace_tmp
-from acpd.sandbox import walk
+from acpd.sandbox import parent, walk
 from acpd.sandbox.build import WALK_LIMIT, build_confinement
 from acpd.sandbox.bwrap import bwrap_argv, open_pins
+from acpd.sandbox.profile import Confinement
 from acpd.sandbox.rules import PathRules
 from acpd.sandbox.status import probe, sandbox_status
 
@@ -106,38 +110,60 @@ def row(name: str, samples: list[float], base: list[float] | None = None) -> Non
     print(line)
 
 
-def before_argv(argv: list[str]) -> list[str]:
-    """The argv as it was before this session (the named baseline): each masked directory
-    remounted read-only."""
-    out = list(argv)
-    i = 0
-    while i < len(out):
-        if out[i] == "--tmpfs" and i >= 2 and out[i - 2] == "--perms":
-            out.insert(i + 2, "--remount-ro")
-            out.insert(i + 3, out[i + 1])
-            i += 4
-        else:
-            i += 1
-    return out
+def build(small: Path) -> Confinement:
+    """The daemon's per-command work before a spawn: the walk, the private /tmp."""
+    conf = build_confinement((str(small),), RULES, cwd=str(small))
+    tmp = workspace_tmp(conf.roots)
+    return conf if tmp is None else dataclasses.replace(conf, tmp_dir=tmp)
 
 
-def local_path(small: Path, status_binary: str, before: bool = False) -> Callable[[], None]:
-    """What the local runner adds per command: the confinement build (the daemon's work,
-    walk and private /tmp), the pins, then bubblewrap around `bash -c true`."""
-    def once() -> None:
-        conf = build_confinement((str(small),), RULES, cwd=str(small))
-        tmp = workspace_tmp(conf.roots)
-        if tmp is not None:
-            conf = dataclasses.replace(conf, tmp_dir=tmp)
-        pins = open_pins(conf)
+async def part_one(small: Path, bwrap: str, conf: Confinement, runs: int
+                   ) -> dict[str, list[float]]:
+    """The local runner's two ways, interleaved in one event loop (as the daemon runs them):
+    bubblewrap per command, and a sandbox parent (started and made ready before timing)."""
+    plain = ["bash", "-c", "true"]
+    env = dict(os.environ)
+
+    async def spawn_async(argv: list[str], fds: tuple[int, ...] = ()) -> None:
+        process = await anyio.open_process(argv, stdin=subprocess.DEVNULL, pass_fds=fds)
+        if await process.wait() != 0:
+            raise RuntimeError(f"{argv[0]} failed")
+
+    async def local() -> None:
+        built = build(small)
+        pins = open_pins(built)
         try:
-            argv = bwrap_argv(status_binary, conf, ["bash", "-c", "true"], pins)
-            subprocess.run(before_argv(argv) if before else argv, stdin=subprocess.DEVNULL,
-                           check=True, pass_fds=tuple(pins.values()))
+            await spawn_async(bwrap_argv(bwrap, built, plain, pins), tuple(pins.values()))
         finally:
             for fd in pins.values():
                 os.close(fd)
-    return once
+
+    async def in_parent(built: Confinement) -> None:
+        process = await parent.start(bwrap, built, plain, env)
+        if process is None:
+            raise RuntimeError("no sandbox parent")
+        if await process.wait() != 0:
+            raise RuntimeError("the parent's command failed")
+
+    async def parented() -> None:
+        await in_parent(build(small))
+
+    warm = build(small)
+    with anyio.fail_after(60):
+        while parent.POOL.take(bwrap, warm) is None:  # noqa: ASYNC110
+            await anyio.sleep(0.02)
+    contenders: dict[str, Callable[[], Awaitable[None]]] = {
+        "plain": lambda: spawn_async(plain), "parent": parented, "local": local,
+        "bwrap": lambda: spawn_async(bwrap_argv(bwrap, conf, plain)),
+        "parent only": lambda: in_parent(warm),
+    }
+    out: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(runs):
+        for name, fn in contenders.items():
+            start = time.perf_counter()
+            await fn()
+            out[name].append(time.perf_counter() - start)
+    return out
 
 
 def main() -> int:
@@ -161,26 +187,18 @@ def main() -> int:
         (git / "config").write_text("[core]\n")
         conf = build_confinement((str(small),), RULES, cwd=str(small))
         plain = ["bash", "-c", "true"]
-        netted = dataclasses.replace(conf, network=True)
         load = os.getloadavg()[0]
         print(f"sandbox: {status.kind} ({status.reason}); {runs} runs each, interleaved; "
               f"{os.cpu_count()} CPUs; load {load:.2f} at the start\n")
         print("1. added cost per command, small workspace with a repository (the target: "
               "< 5 ms median)")
-        contenders: dict[str, Callable[[], None]] = {
-            "plain": spawn(plain),
-            "local": local_path(small, bwrap),
-            "before": local_path(small, bwrap, before=True),
-            "bwrap": spawn(bwrap_argv(bwrap, conf, plain)),
-            "bwrap, network shared": spawn(bwrap_argv(bwrap, netted, plain)),
-        }
-        got = interleaved(contenders, runs)
+        got = anyio.run(part_one, small, bwrap, conf, runs)
         row("bash -c true (baseline)", got["plain"])
-        row("local path: build + pins + bwrap (now)", got["local"], got["plain"])
-        row("local path, the argv before this session", got["before"], got["plain"])
+        row("local path: build + sandbox parent (now)", got["parent"], got["plain"])
+        row("  over bwrap alone", got["parent"], got["bwrap"])
+        row("local path: build + pins + bwrap (before)", got["local"], got["plain"])
         row("  bwrap alone (no build)", got["bwrap"], got["plain"])
-        row("  same with the network namespace shared", got["bwrap, network shared"],
-            got["plain"])
+        row("  parent alone (no build)", got["parent only"], got["plain"])
         print(f"  load {os.getloadavg()[0]:.2f} at the end of part 1")
 
         print("\n2. per-command confinement build (workspace walk)")

@@ -35,6 +35,8 @@ import anyio.to_thread
 from acpd.sandbox.build import build_confinement
 from acpd.sandbox.bwrap import head_args, open_pins, tail_args
 from acpd.sandbox.launch import bash_argv
+from acpd.sandbox.parent import ParentProcess
+from acpd.sandbox.parent import start as start_parented
 from acpd.sandbox.profile import Confinement
 from acpd.sandbox.rules import PathRules
 from acpd.sandbox.status import SandboxStatus, cached_status, sandbox_status
@@ -65,6 +67,16 @@ class Confined:
         return self.notes + tuple(
             f"the command created a git repository at {d}/.git: review its hooks and config "
             "before running git there" for d in created)
+
+    async def start_in_parent(self, command: str, env: dict[str, str]
+                              ) -> ParentProcess | None:
+        """`bash -c COMMAND` started by a sandbox parent (sandbox/parent.py), or None: no
+        parent ready for this profile's base, or it could not take the command (then
+        `launch` runs bubblewrap; never unconfined)."""
+        if self.conf is None or self.status.kind != "bwrap" or self.status.binary is None:
+            return None
+        return await start_parented(self.status.binary, self.conf, ["bash", "-c", command],
+                                    env)
 
     def launch(self, command: str) -> tuple[list[str], list[int]]:
         """The argv, and the descriptors it needs inherited (the caller closes them)."""

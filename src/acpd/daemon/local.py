@@ -21,12 +21,17 @@ import anyio.abc
 import anyio.to_thread
 
 from acpd.daemon.config import DEFAULT_ENV_BLOCKLIST
-from acpd.daemon.confine import RulesSource, confine
+from acpd.daemon.confine import Confined, RulesSource, confine
 from acpd.daemon.tail_buffer import TailBuffer as TailBuffer  # re-exported (demo, tests)
 from acpd.daemon.terminal_stream import LiveTerminal, TerminalStreams
 from acpd.daemon.terminal_wire import Exit
+from acpd.sandbox.parent import ParentProcess
 from acpd.tools.capabilities import CommandRequest, CommandResult, OnOutput, OnTerminal
 from acpd.tools.output import OutputStage
+
+Running = anyio.abc.Process | ParentProcess
+"""A command's process: bubblewrap's (or bash's) in its own process group, or one a sandbox
+parent started (sandbox/parent.py), which is killed through its init's pidfd."""
 
 KILL_GRACE = 2.0
 """Seconds a command's group has between SIGTERM and SIGKILL (a timeout, a cancel)."""
@@ -136,24 +141,11 @@ class LocalCommandRunner:
         confined = await confine(request, self._rules)
         combined = TailBuffer(request.output_byte_limit)
         errors = TailBuffer(request.output_byte_limit)
-        argv, fds = confined.launch(request.command)
-        try:
-            process = await anyio.open_process(
-                argv,
-                cwd=request.cwd,
-                env=child_env(request.env, self._blocked),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                pass_fds=fds,
-            )
-        finally:
-            for fd in fds:
-                os.close(fd)
-        if self._track is not None:
-            self._track(process)
-        self._groups.add(process.pid)
+        env = child_env(request.env, self._blocked)
+        process: Running | None = await confined.start_in_parent(request.command, env)
+        if process is None:
+            process = await self._spawn(confined, request, env)
+        self._groups.add_process(process)
         live = self._live.open(request.call_id, request.command, request.cwd, combined,
                                request.output_byte_limit)
         outcome = _Outcome()
@@ -178,8 +170,25 @@ class LocalCommandRunner:
         )
 
 
+    async def _spawn(self, confined: Confined, request: CommandRequest,
+                     env: dict[str, str]) -> anyio.abc.Process:
+        """bubblewrap around `bash -c` (or bash alone, with no sandbox here)."""
+        argv, fds = confined.launch(request.command)
+        try:
+            process = await anyio.open_process(
+                argv, cwd=request.cwd, env=env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                pass_fds=fds,
+            )
+        finally:
+            for fd in fds:
+                os.close(fd)
+        if self._track is not None:
+            self._track(process)
+        return process
+
     async def _supervise(
-        self, process: anyio.abc.Process, request: CommandRequest, combined: TailBuffer,
+        self, process: Running, request: CommandRequest, combined: TailBuffer,
         errors: TailBuffer, live: LiveTerminal, outcome: _Outcome, on_terminal: OnTerminal,
         on_output: OnOutput,
     ) -> None:
@@ -194,12 +203,8 @@ class LocalCommandRunner:
             outcome.failure = exc
         finally:
             with anyio.CancelScope(shield=True):
-                await kill_group(process, self._groups.kill_grace)
-                # Close the pipes now: after a timeout the unread rest of a full pipe keeps
-                # its transport (two fds and the buffered output) open until the garbage
-                # collector finds it, and then warns, or fails when the loop is gone.
-                await process.aclose()
-                self._groups.discard(process.pid)
+                await end_process(process, self._groups.kill_grace)
+                self._groups.discard_process(process)
                 code = process.returncode  # negative: killed by that signal, no exit code
                 exit_code = None if outcome.timed_out or code is None or code < 0 else code
                 await live.close(Exit(exit_code, _signal_name(code)))
@@ -233,7 +238,7 @@ async def _nothing() -> None:
 
 
 async def _wait(
-    process: anyio.abc.Process, limit: float, combined: TailBuffer, errors: TailBuffer,
+    process: Running, limit: float, combined: TailBuffer, errors: TailBuffer,
     live: LiveTerminal,
 ) -> bool:
     """Read both pipes until the process ends (or `limit` seconds); True on the timeout."""
@@ -277,6 +282,7 @@ class ProcessGroups:
 
     def __init__(self) -> None:
         self._groups: set[int] = set()
+        self._parented: set[ParentProcess] = set()
         self.stopping = False
         """Set by stop(): a command started from now on is refused (and killed if it raced)."""
 
@@ -285,6 +291,18 @@ class ProcessGroups:
 
     def discard(self, pgid: int) -> None:
         self._groups.discard(pgid)
+
+    def add_process(self, process: Running) -> None:
+        if isinstance(process, ParentProcess):
+            self._parented.add(process)
+        else:
+            self.add(process.pid)
+
+    def discard_process(self, process: Running) -> None:
+        if isinstance(process, ParentProcess):
+            self._parented.discard(process)
+        else:
+            self.discard(process.pid)
 
     @property
     def kill_grace(self) -> float:
@@ -295,12 +313,29 @@ class ProcessGroups:
         """Refuse new commands; TERM every group, KILL what is left after `grace` seconds."""
         self.stopping = True
         groups = list(self._groups)
+        for process in list(self._parented):
+            process.kill(signal.SIGTERM)  # the init: it and its namespace die at once
         for pgid in groups:
             _signal_group(pgid, signal.SIGTERM)
         await _wait_groups_gone(groups, grace)
         for pgid in groups:
             _signal_group(pgid, signal.SIGKILL)
 
+
+
+async def end_process(process: Running, grace: float = KILL_GRACE) -> None:
+    """`kill_group` for a process of either kind; a parent's command dies at once (a
+    bubblewrap one did too: bubblewrap died of the TERM and took its namespace with it)."""
+    if isinstance(process, ParentProcess):
+        if process.alive():
+            process.kill(signal.SIGTERM)
+        await process.wait()
+    else:
+        await kill_group(process, grace)
+        # Close the pipes now: after a timeout the unread rest of a full pipe keeps its
+        # transport (two fds and the buffered output) open until the garbage collector
+        # finds it, and then warns, or fails when the loop is gone.
+        await process.aclose()
 
 
 async def kill_group(process: anyio.abc.Process, grace: float = KILL_GRACE) -> None:
