@@ -72,6 +72,15 @@ BLOCKED_ENV: tuple[str, ...] = (
     "OPENSSL_CONF", "OPENSSL_ENGINES", "OPENSSL_MODULES", "WGETRC", "CURL_HOME",
     "DOCKER_CONFIG", "GTK_MODULES", "GTK_PATH", "GIO_EXTRA_MODULES", "QT_PLUGIN_PATH",
     "GST_PLUGIN_PATH*", "SSH_*",
+    # version managers: hook and plugin directories they source or run (rtfixc, B1c)
+    "PYENV", "PYENV_*", "RBENV_*", "NODENV_*", "GOENV_*", "PLENV_*", "PHPENV_*", "JENV_*",
+    "ASDF_*", "MISE_*", "RTX_*", "NVM_*", "FNM_*", "N_PREFIX", "VOLTA_*", "SDKMAN_*",
+    "RVM_*", "PROTO_*",
+    # files a modelled program reads or writes, named by the environment (rtfixc, B9):
+    # file's magic database, tar's default archive, old greps' options, zip/unzip options,
+    # the backup suffix of cp/mv/ln/install, ncurses' terminal description file
+    "MAGIC", "TAPE", "GREP_OPTIONS", "UNZIP", "UNZIPOPT", "ZIPOPT", "ZIPINFO", "ZIPINFOOPT",
+    "SIMPLE_BACKUP_SUFFIX", "VERSION_CONTROL", "TERMCAP",
 )
 """Assignments to these (a command prefix `VAR=`, standalone, `env VAR=`, `export`, `declare`,
 `read`, `printf -v`, `mapfile`, `for VAR in`, arithmetic `(( VAR=1 ))`...) are denied: each

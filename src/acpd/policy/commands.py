@@ -20,14 +20,17 @@ import re
 import shutil
 from typing import TYPE_CHECKING
 
-from acpd.policy import effects, gitobjects, programs, treescan
+from acpd.policy import effects, gitobjects, programs, renames, treescan
 from acpd.policy.argspec import Scan, path_args, scan
 from acpd.policy.blocklist import BLOCKED_BUILTINS, SHELLS
+from acpd.policy.cdphysical import cd_destination, cd_operands
 from acpd.policy.checks import CHECKS, CheckContext
+from acpd.policy.pathlookup import shadow_finding
 from acpd.policy.programtable import ProgramTable
 from acpd.policy.rulematch import GLOB, CompiledRule, rule_matches
 from acpd.policy.rules import GlobRule, Settings
 from acpd.policy.sandbox import inside, resolve
+from acpd.policy.toolpins import PINNED, pin_finding
 from acpd.policy.words import DYN
 from acpd.policy.wrappers import WRAPPERS
 
@@ -106,6 +109,8 @@ class CommandJudge:
                                                            vopts, ctx, spec_ok)
         if mdl is not None:
             self._apply_model(mdl, ctx)
+            if base in renames.PROGRAMS:
+                self._renames(base, args, mdl, ctx)
         elif entry.has_paths:
             spec_scan = entry.spec_scan
             if spec_scan and sc is None:
@@ -120,6 +125,8 @@ class CommandJudge:
             self._git_hooks(args, ctx)
         if ctx.only_rule is not None:
             return
+        if "/" not in name:
+            self._program_lookup(base, ctx, pins=allowed)
         if unmodeled:
             what = "; ".join(mdl.unknown[:3]) if mdl else f"{base} has no argument spec"
             out.add("ask", "spec.unmodeled", f"not modelled by the argument spec: {what}")
@@ -154,14 +161,43 @@ class CommandJudge:
             out.add("deny", "network", f"{base} reaches the network (allow_network = false); "
                     "use the fetch tool")
         if base == "cd" or base == "pushd":
-            target = args[0] if args else ctx.home
+            operands, physical = cd_operands(args) if base == "cd" else (args, False)
+            target = operands[0] if operands else ctx.home
             if DYN not in target and target != "-":
-                new = os.path.normpath(os.path.join(ctx.cwd, target))
+                new = cd_destination(ctx.cwd, target, physical)
                 if new not in ctx.cwds:
                     ctx.cwds.append(new)
-            if not args:
+            if not operands:
                 self._path(ctx.home, "read", ctx)
         return False
+
+    def _renames(self, base: str, args: list[str], mdl: programs.Model, ctx: _Ctx) -> None:
+        """A rename or backup that exposes a deny_read file under another name is judged as
+        a read of it (renames.py); a directory is scanned when unsandboxed."""
+        if ctx.only_rule is not None:
+            return
+        sources = [d for d, _ in mdl.deletes] if base == "mv" else list(mdl.reads)
+        dests = [*mdl.dests, *mdl.writes, *(e for e in mdl.entries if e not in sources)]
+        paths = renames.exposed(base, args, sources, dests)
+        for path in paths:  # the entry: renaming a link exposes no more than the link
+            self._path(path, "read", ctx, entry="entry")
+        if paths and not ctx.sandboxed and ctx.out.verdict == "allow":
+            for finding in effects.tree_findings(paths, ctx.cwds, ctx.paths, True):
+                ctx.out.add(*finding)
+
+    def _program_lookup(self, name: str, ctx: _Ctx, *, pins: bool = False) -> None:
+        """Workspace code reached through a program's name (rtfixc): a PATH entry the line
+        can write (pathlookup), a toolchain pin a version manager obeys (toolpins). Judged
+        like a build: nothing to say when trusted or sandboxed."""
+        if ctx.trust == "trusted" or (ctx.sandboxed and ctx.trust != "untrusted"):
+            return
+        reason = shadow_finding(name, ctx.paths)
+        if reason is not None:
+            ctx.out.add("ask", "path.program-lookup", reason)
+        if pins and name in PINNED:
+            reason = pin_finding(name, ctx.cwds or [ctx.cwd], ctx.roots)
+            if reason is not None:
+                ctx.out.add("ask", "version.toolchain-pin", reason)
 
     def _is_program(self, name: str) -> bool:
         return (name in self.command_names or programs.known(name) or name in WRAPPERS

@@ -15,6 +15,7 @@ from acpd.policy import budget as budget_mod
 from acpd.policy import contexts
 from acpd.policy import parse as parse_mod
 from acpd.policy.blocklist import word_findings
+from acpd.policy.cdphysical import cd_destination, cd_operands
 from acpd.policy.commands import CommandJudge
 from acpd.policy.decision import Decision, Findings, Verdict
 from acpd.policy.gitobjects import read_finding as store_read
@@ -34,6 +35,7 @@ from acpd.policy.sandbox import (
     close_decision,
     compile_patterns,
     judge_path,
+    normalized_roots,
     open_decision,
 )
 from acpd.policy.text import check_text
@@ -108,6 +110,9 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             budget_mod.pause_gc()
         try:
             out = self._judge(command, cwd, roots, trust, home, None, sandboxed=sandboxed)
+            if sandboxed and out.verdict == "allow" and (trust or self.settings.trust) not in (
+                    "trusted", "untrusted"):
+                out = self._unmasked(out, command, cwd, roots, trust, home)
         finally:
             if paused:
                 budget_mod.resume_gc()
@@ -122,6 +127,22 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         return rule.rule.id in out.rules
 
     # -- internals ------------------------------------------------------------------------
+
+    def _unmasked(self, out: Findings, command: str, cwd: str, roots: tuple[str, ...] | None,
+                  trust: Trust | None, home: str | None) -> Findings:
+        """A sandboxed allow in a repository that tracks a deny_read path: judged again as
+        unsandboxed (gitcopies.py: the sandbox cannot mask git's copy of the file)."""
+        from acpd.policy.gitcopies import committed_secret
+
+        norm = self._norm_cwd(cwd)
+        rules = self._path_rules(normalized_roots(roots or (norm,)), home or self._home)
+        why = committed_secret(norm, rules)
+        if why is None:
+            return out
+        again = self._judge(command, cwd, roots, trust, home, None, sandboxed=False)
+        if again.verdict != "allow":
+            again.add("ask", "sandbox.committed-secret", why)
+        return again
 
     def _path_rules(self, roots: tuple[str, ...], home: str) -> PathRules:
         key = (roots, home)
@@ -247,14 +268,18 @@ class CompiledPolicy(CommandJudge, VariableJudge):
                 words = words[1:]
             if len(words) < 2 or simple_value(words[0]) not in ("cd", "pushd"):
                 continue
-            targets: dict[str, None] = {}
+            targets: dict[tuple[str, bool], None] = {}
             for argv in combos(words, env, ctx):
-                operands = [w for w in argv[1:] if w == "-" or not w.startswith("-")]
+                physical = False  # `cd -P lnk/..`: links resolved before `..` (cdphysical)
+                if argv[0] == "cd":
+                    operands, physical = cd_operands(argv[1:])
+                else:
+                    operands = [w for w in argv[1:] if w == "-" or not w.startswith("-")]
                 if operands and DYN not in operands[0] and operands[0] != "-":
-                    targets[operands[0]] = None
-            for target in targets:
+                    targets[operands[0], physical] = None
+            for target, physical in targets:
                 for base in list(ctx.cwds):
-                    new = os.path.normpath(os.path.join(base, target))
+                    new = cd_destination(base, target, physical)
                     if new in ctx.cwds:
                         continue
                     if len(ctx.cwds) >= MAX_CWDS:
@@ -347,11 +372,13 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             self._command(argv, ctx, depth)  # what unwrap would hand back unchanged
             return
         res = unwrap(argv)
-        for layer in res.chain:
+        for k, layer in enumerate(res.chain):
             if layer in self.blocked:
                 out.add("deny", f"blocklist.command.{layer}", f"blocked command {layer}")
             if layer in DETACHING and not ctx.sandboxed and ctx.only_rule is None:
                 out.add("ask", "escape.detach", f"{layer} lets the command outlive its kill")
+            if ctx.only_rule is None and (k or "/" not in first):
+                self._program_lookup(layer, ctx)  # a wrapper is looked up on PATH too
         for verdict, rule_id, reason in res.findings:
             out.add(verdict, rule_id, reason)
         for name, value in res.assigns:

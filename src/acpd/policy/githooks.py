@@ -117,6 +117,12 @@ def _lists(args: list[str], listing: tuple[str, ...]) -> bool:
     return not any(not a.startswith("-") for a in args)
 
 
+def hook_dirs(top: str, git_dir: str, home: str) -> list[str]:
+    """Every directory git may take hooks from (`$GIT_DIR/hooks` and each core.hooksPath);
+    raises Uncertain (also used by hookdirs.py: writes there are denied)."""
+    return _hook_dirs(top, git_dir, home)
+
+
 def _hook_dirs(top: str, git_dir: str, home: str) -> list[str]:
     configs = [os.path.join(git_dir, "config"), os.path.join(git_dir, "config.worktree"),
                os.path.join(home, ".gitconfig"),

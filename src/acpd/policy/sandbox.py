@@ -410,6 +410,12 @@ def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: boo
             hit = glob_may_match(form, deny, rules.roots, named_only=literal)
         if hit is not None:
             return ("deny", f"path.deny-{mode}", f"{mode} of {raw} matches deny_{mode} {hit!r}")
+    if mode != "read" and rules.roots:  # core.hooksPath in the work tree (hookdirs.py)
+        from acpd.policy.hookdirs import hooks_write
+
+        found_hook = hooks_write(lexical, real, raw, rules.roots)
+        if found_hook is not None:
+            return found_hook
     if deny and entry is None:
         from acpd.policy.hardlinks import hardlink_finding
 

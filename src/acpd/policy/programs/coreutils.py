@@ -161,7 +161,10 @@ add(program(
     "tree", "adlfxRpugshDFqNQvtcrUCASnJXiL:P:I:H:T:o:",
     "gitignore ignore-case matchdirs metafirst prune info noreport charset= filelimit= "
     "dirsfirst filesfirst si du timefmt= nolinks fromfile hyperlink" + _HELP,
-    {"-o": "write", "--fromfile": LIST}, abbrev=False))
+    {"-o": "write", "--fromfile": LIST,
+     # -R runs tree again in every directory it lists with `-o 00Tree.html` (.git too)
+     "-R": "ask:writes 00Tree.html into every directory it lists, .git included"},
+    abbrev=False))
 add(program(
     "file", "bcEhiklLNnprsSvzZ0e:F:f:m:P:C",
     "brief mime mime-type mime-encoding keep-going dereference no-dereference extension "

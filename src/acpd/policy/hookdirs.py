@@ -1,0 +1,89 @@
+"""Writes into the hooks directory git runs: denied like writes into `.git/hooks`.
+
+`core.hooksPath` may put the hooks directory in the work tree (husky's `.husky`, a
+`.githooks` directory): the files there are code git runs on the user's next commit, checkout
+or push, outside any sandbox (red-team A7). `.git/hooks` is protected by `deny_write`
+(`**/.git/**`) because hooks are code; this module gives the effective hooks directory the same
+protection, through every write the path policy judges (redirects, cp/mv/tee/sed -i targets,
+archive members, the file tools: `sandbox.judge_path` calls it for every write).
+
+Rules:
+- The verdict is deny, as for `.git/hooks` (a deny_write pattern): writing code that runs
+  later outside the command's own judgment and sandbox is not something one approval of
+  this command can vouch for; the user can edit a hook themselves.
+- The hooks directories are those `githooks.hook_dirs` finds (every `core.hooksPath` of the
+  repository's, the user's and the system's configs and their includes), for the repository
+  that holds the written path and for the one of each workspace root. Read afresh on each
+  decision (memoised within one decision only); a config that cannot be read with certainty
+  asks.
+- A write at or beneath a hooks directory counts; when the hooks directory is the work tree's
+  top (or above it), only a file directly in it named like a hook counts.
+- Only writes inside a workspace root are looked at (outside ones are judged as outside).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from acpd.policy.decision import Verdict
+from acpd.policy.githooks import HOOKS, Uncertain, hook_dirs
+from acpd.policy.programs.git_index import Unreadable, find_repository
+from acpd.policy.sandbox import decision_links, inside
+
+
+class _Memo(threading.local):
+    owner: object | None = None
+    dirs: dict[str, tuple[tuple[str, str], ...] | str] | None = None
+
+
+_memo = _Memo()
+
+
+def hooks_write(lexical: str, real: str, raw: str, roots: tuple[str, ...]
+                ) -> tuple[Verdict, str, str] | None:
+    """A finding when writing `lexical` (real path `real`) lands in a git hooks directory."""
+    forms = [p for p in dict.fromkeys((lexical, real)) if inside(p, roots) is not None]
+    if not forms:
+        return None
+    starts = dict.fromkeys([*(os.path.dirname(p) for p in forms), *roots])
+    for start in starts:
+        found = _dirs(start)
+        if isinstance(found, str):
+            return ("ask", "path.git-hooks", f"write of {raw}: cannot tell where git's hooks "
+                    f"are ({found})")
+        for top, hooks in found:
+            for form in forms:
+                if _lands(form, top, hooks):
+                    return ("deny", "path.git-hooks", f"write of {raw} lands in the git hooks "
+                            f"directory {hooks} (core.hooksPath): git runs these files as code")
+    return None
+
+
+def _lands(path: str, top: str, hooks: str) -> bool:
+    if not (path == hooks or path.startswith(hooks.rstrip("/") + "/")):
+        return False
+    if top == hooks or top.startswith(hooks.rstrip("/") + "/"):
+        return os.path.dirname(path) == hooks and os.path.basename(path) in HOOKS
+    return True
+
+
+def _dirs(start: str) -> tuple[tuple[str, str], ...] | str:
+    """(work tree top, hooks directory) pairs for the repository git finds from `start`;
+    a string says why it cannot be told."""
+    owner = decision_links()
+    if owner is None or _memo.owner is not owner or _memo.dirs is None:
+        _memo.owner, _memo.dirs = owner, {}
+    memo = _memo.dirs
+    hit = memo.get(start)
+    if hit is not None:
+        return hit
+    try:
+        repo = find_repository(start)
+        result: tuple[tuple[str, str], ...] | str = () if repo is None else tuple(
+            (repo.top, d) for d in hook_dirs(repo.top, repo.git_dir, os.path.expanduser("~")))
+    except (Unreadable, Uncertain) as exc:
+        result = str(exc)
+    if owner is not None:
+        memo[start] = result
+    return result
