@@ -87,6 +87,27 @@ def test_prefilter_never_hides_a_match() -> None:
             assert pre.may_match(path, roots)
 
 
+def test_prefilter_literals_never_hide_a_match() -> None:
+    """The required-literal shortcut, on random patterns and paths: `**/` that stands for
+    nothing, case, and letters `re.IGNORECASE` folds onto ASCII ones (U+017F is `s`)."""
+    rnd = random.Random(11)
+    glob_bits = ["a", "s", "S", "x", ".", "/", "*", "**", "**/", "?", "[ab]", "\u017f", "K"]
+    path_bits = ["a", "s", "S", "x", ".", "/", "\u017f", "\u212a", "k", "b", "\n"]
+    roots = ("/w",)
+    for _ in range(400):
+        globs = tuple(
+            rnd.choice(["", "**/", "/", "/w/"]) + "".join(
+                rnd.choice(glob_bits) for _ in range(rnd.randint(1, 5)))
+            for _ in range(rnd.randint(1, 3)))
+        patterns = compile_patterns(globs, "/home/u")
+        pre = Prefilter(patterns)
+        for _ in range(100):
+            path = rnd.choice(["/", "/w/"]) + "".join(
+                rnd.choice(path_bits) for _ in range(rnd.randint(0, 8)))
+            if matches(path, patterns, roots) is not None:
+                assert pre.may_match(path, roots), (globs, path)
+
+
 def test_env_blocklist_regex() -> None:
     for name in ("LD_PRELOAD", "ld_preload", "PATH", "GIT_DIR", "BASH_FUNC_x%%", "ENV", "HOME"):
         assert env_blocked(name)

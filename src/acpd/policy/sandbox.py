@@ -13,6 +13,7 @@ import os
 import re
 import stat
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -34,6 +35,22 @@ class PathPattern:
     regex: re.Pattern[str]
     parts: tuple[str, ...]
     """Components, for deciding whether a glob word could name something the pattern denies."""
+    literal: str = ""
+    """Text (lower case) every path the pattern matches holds, in any case; "" when none is
+    known (see `_required_literal`)."""
+
+
+_GLOB_OPERATOR = re.compile(r"\*\*/|\*|\?")
+"""What `glob_regex` turns into a wildcard (`**/` may stand for nothing at all)."""
+
+
+def _required_literal(body: str) -> str:
+    """The longest run of plain characters of the glob `body`, lower-cased: a path the
+    pattern matches holds it. "" (nothing to rely on) for a bracket expression or a body
+    outside ASCII (`re.IGNORECASE` folds some other letters onto ASCII ones: U+017F on `s`)."""
+    if "[" in body or not body.isascii():
+        return ""
+    return max(_GLOB_OPERATOR.split(body), key=len).lower()
 
 
 @lru_cache(maxsize=256)
@@ -54,7 +71,7 @@ def compile_patterns(patterns: tuple[str, ...], home: str) -> tuple[PathPattern,
             ("^" if anchor != "any" else "(?:^|.*/)") + body_re + "$", re.IGNORECASE | re.DOTALL
         )
         parts = tuple(p for p in body.split("/") if p and p != "**")
-        out.append(PathPattern(pat, anchor, regex, parts))
+        out.append(PathPattern(pat, anchor, regex, parts, _required_literal(body)))
     return tuple(out)
 
 
@@ -68,16 +85,23 @@ def inside(path: str, roots: tuple[str, ...]) -> str | None:
 
 class Prefilter:
     """All of a pattern list in two regexes (anchored anywhere/absolute, and per root): a path
-    neither matches cannot match any pattern of the list, so `matches` need not run."""
+    neither matches cannot match any pattern of the list, so `matches` need not run. Before
+    a regex, which backtracks over the whole path once per pattern (microseconds a path),
+    an ASCII path is searched for each pattern's required literal (`PathPattern.literal`):
+    holding none of them, it matches no pattern."""
 
-    __slots__ = ("absolute", "relative")
+    __slots__ = ("absolute", "literals", "relative")
 
     def __init__(self, patterns: tuple[PathPattern, ...]) -> None:
-        self.absolute = _union([p.regex for p in patterns if p.anchor != "rel"])
+        absolute = [p for p in patterns if p.anchor != "rel"]
+        self.absolute = _union([p.regex for p in absolute])
         self.relative = _union([p.regex for p in patterns if p.anchor == "rel"])
+        self.literals = _literals(absolute)
+        """Of the absolute and anywhere patterns (the per-root regex is anchored at the
+        start of the relative path: it fails fast on its own)."""
 
     def may_match(self, path: str, roots: tuple[str, ...]) -> bool:
-        if self.absolute is not None and self.absolute.match(path):
+        if self.absolute is not None and self._absolute_match(path):
             return True
         if self.relative is None:
             return False
@@ -86,6 +110,26 @@ class Prefilter:
             return False
         rel = path[len(root.rstrip("/")) + 1 :] if path != root else "."
         return self.relative.match(rel) is not None
+
+    def _absolute_match(self, path: str) -> bool:
+        literals = self.literals
+        if literals is not None and path.isascii():
+            low = path.lower()
+            for literal in literals:
+                if literal in low:
+                    break
+            else:
+                return False
+        assert self.absolute is not None
+        return self.absolute.match(path) is not None
+
+
+def _literals(patterns: list[PathPattern]) -> tuple[str, ...] | None:
+    """The required literals of every pattern, or None when one has none (or the patterns
+    do not share the flags `_union` needs)."""
+    if any(not p.literal for p in patterns) or len({p.regex.flags for p in patterns}) > 1:
+        return None
+    return tuple(dict.fromkeys(p.literal for p in patterns))
 
 
 def _union(regexes: list[re.Pattern[str]]) -> re.Pattern[str] | None:
@@ -331,9 +375,18 @@ def _join(cwd: str, raw: str) -> str:
 
 def _normpath(path: str) -> str:
     """os.path.normpath of an absolute path, without the work when it is already normal (no
-    empty, `.` or `..` component, no trailing slash)."""
-    if "//" in path or path.endswith("/") or ("/." in path and _DOT_COMPONENT.search(path)):
+    empty, `.` or `..` component, no trailing slash), and with less of it when its only
+    oddity is `.` components (`./victim` joined to the cwd: the common case)."""
+    if "//" in path or path.endswith("/"):
         return os.path.normpath(path)
+    if "/." in path and _DOT_COMPONENT.search(path):
+        if "/.." in path:
+            return os.path.normpath(path)
+        while "/./" in path:  # each pass drops every other one of a run (`/././`)
+            path = path.replace("/./", "/")
+        if path.endswith("/."):
+            path = path[:-2] or "/"
+        return path
     return path
 
 
@@ -352,6 +405,20 @@ class PathRules:
     def __post_init__(self) -> None:
         object.__setattr__(self, "read_filter", Prefilter(self.deny_read))
         object.__setattr__(self, "write_filter", Prefilter(self.deny_write))
+
+
+_HardlinkFinding = Callable[[str, str, PathRules], "tuple[Verdict, str, str] | None"]
+_hardlink_finding: list[_HardlinkFinding] = []
+
+
+def _hardlinks() -> _HardlinkFinding:
+    """`hardlinks.hardlink_finding` (that module imports this one), imported on first use
+    and then kept: an import statement in `judge_path` cost a lookup on every call."""
+    if not _hardlink_finding:
+        from acpd.policy.hardlinks import hardlink_finding
+
+        _hardlink_finding.append(hardlink_finding)
+    return _hardlink_finding[0]
 
 
 def entry_real(lexical: str, raw: str, *, dest: bool = False) -> str:
@@ -417,9 +484,7 @@ def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: boo
         if found_hook is not None:
             return found_hook
     if deny and entry is None:
-        from acpd.policy.hardlinks import hardlink_finding
-
-        found = hardlink_finding(real, mode, rules)
+        found = _hardlinks()(real, mode, rules)
         if found is not None:
             return (found[0], found[1], f"{mode} of {raw}: {found[2]}")
     if inside(lexical, rules.roots) and (real == lexical or inside(real, rules.roots)):
