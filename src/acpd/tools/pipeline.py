@@ -134,6 +134,8 @@ class ToolPipeline:
         """The session is over in this process (closed, deleted, its window gone): what the
         pipeline kept for it in memory goes (the store keeps what is on disk)."""
         self.gates.forget(session_id)
+        if self.shell is not None:
+            self.shell.forget(session_id)
 
     def catalog(self, mode: str, state: SessionTools | None = None, *,
                 network: bool = True) -> list[tuple[str, ToolSpec]]:

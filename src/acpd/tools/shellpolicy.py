@@ -251,6 +251,15 @@ class ShellPolicies:
         if self._notify is not None:
             await self._notify("_acpd/policy_reloaded", params)
 
+    def forget(self, session_id: str) -> None:
+        """The session is over: it is owed no notice and is told of no later reload (each
+        entry's sessions only grew, and a broken reload wrote a notice for every session
+        ever seen)."""
+        for entry in self._entries.values():
+            entry.sessions.discard(session_id)
+            entry.notices.pop(session_id, None)
+        self._config_told.discard(session_id)
+
     def take_notice(self, session_id: str) -> str | None:
         """The error lines owed to a session (once), shown to it at its next turn."""
         lines = []
