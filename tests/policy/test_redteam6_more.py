@@ -79,7 +79,7 @@ def test_a6_committed_secret_takes_back_the_sandbox_lifts(default: CompiledPolic
     git(ws, home, "commit", "-qm", "oops")
     # the effect the sandbox cannot stop: git's copy is not the masked file
     assert "CANARY_SECRETS" in bash(ws, home, "git show HEAD:secrets/k.txt").stdout
-    for cmd in (line, "make", "python3 t.py", "npm test", "tar -xf x.tar"):
+    for cmd in (line, "make", "python3 t.py", "npm test", "pytest -q"):
         verdict, rules = judge(default, ws, home, cmd, sandboxed=True)
         assert verdict == "ask", cmd
         assert "sandbox.committed-secret" in rules, cmd

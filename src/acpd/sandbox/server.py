@@ -32,8 +32,8 @@ Rules, in the order a command meets them:
   wait status ("E") and exits: the kernel then kills every process left in the namespace
   (`setsid`, `nohup`, double forks). A signal from outside kills it (SIGKILL: an init
   ignores the others), and with it the whole namespace: that is how the daemon cancels.
-- End of file on the control socket: no new commands; the parent waits for the running ones
-  and exits. If this process dies, bubblewrap ends and every command with it.
+- End of file (or a reset) on the control socket: no new commands; the parent waits for the
+  running ones and exits. If this process dies, bubblewrap ends and every command with it.
 
 Runs as `python -I -S -c ...` with this file's package on sys.path; imports stay few.
 """
@@ -70,6 +70,8 @@ def main(control_fd: int) -> None:
             data, fds, _flags, _addr = socket.recv_fds(control, MAX_REQUEST, 4)
         except InterruptedError:
             continue
+        except OSError:  # the daemon went away (a reset, not an end of file): the same end
+            break
         if not data:
             break
         if len(fds) == 4 and sc.clone(CLONE_FLAGS) == 0:
