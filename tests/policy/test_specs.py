@@ -476,6 +476,7 @@ def test_env_split_string_is_judged(default: CompiledPolicy, ws: str, home: str,
 def test_gitignore_aware_tree_reads(default: CompiledPolicy, tmp_path: Path) -> None:
     """rg and git add skip what the root .gitignore ignores; a negation makes us trust none."""
     ws = os.path.realpath(tmp_path)
+    (tmp_path / ".git").mkdir()  # rg honours .gitignore only in a repository
     (tmp_path / "secrets").mkdir()
     (tmp_path / "secrets" / "k.txt").write_text("k")
     (tmp_path / "src").mkdir()

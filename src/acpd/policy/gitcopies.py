@@ -24,8 +24,13 @@ from __future__ import annotations
 
 import os
 
-from acpd.policy.programs.git_index import Unreadable, denied_tracked, find_repository
-from acpd.policy.sandbox import PathRules
+from acpd.policy.programs import git_index
+from acpd.policy.programs.git_index import Unreadable, find_repository
+from acpd.policy.sandbox import PathRules, matches
+
+_SIEVES: dict[tuple[str, int], tuple[PathRules, git_index._Sieve]] = {}
+"""Sieves by (work tree top, rules): a pure function of the two texts (no file-system fact),
+kept because building one costs more than reading a small index."""
 
 
 def committed_secret(cwd: str, rules: PathRules) -> str | None:
@@ -40,14 +45,37 @@ def committed_secret(cwd: str, rules: PathRules) -> str | None:
             if repo is None or repo.git_dir in seen:
                 continue
             seen.add(repo.git_dir)
-            found = denied_tracked(repo, rules)
+            found = _tracked(repo, rules)
         except Unreadable as exc:
             return (f"cannot tell whether git tracks a denied file ({exc}); judged as if the "
                     "command ran unsandboxed")
         if found:
-            path, pattern, _ = found[0]
-            shown = os.path.relpath(path, repo.top)
-            return (f"the repository tracks {shown} (deny_read {pattern!r}): the sandbox masks "
+            shown = os.path.relpath(found[0], repo.top)
+            return (f"the repository tracks {shown} (a deny_read path): the sandbox masks "
                     "the file, not git's copy of it, so this command is judged as if it ran "
                     "unsandboxed")
     return None
+
+
+def _tracked(repo: git_index.Repository, rules: PathRules) -> list[str]:
+    """The index entries deny_read names (git_index.denied_tracked with a kept sieve)."""
+    key = (repo.top, id(rules))
+    kept = _SIEVES.get(key)
+    if kept is None or kept[0] is not rules:
+        if len(_SIEVES) > 64:
+            _SIEVES.clear()
+        kept = _SIEVES[key] = (rules, git_index._Sieve(repo.top, rules))
+    sieve = kept[1]
+    top = repo.top.rstrip("/")
+    for data, source in git_index._index_files(repo):
+        if git_index._header(data, source) != 4 and not sieve.may_hold(data):
+            continue
+        entries = git_index._parse(data, source)
+        picked = set(sieve.candidates(data, entries))
+        picked.update(k for k, (_, sparse, _) in enumerate(entries) if sparse)
+        for k in sorted(picked):
+            raw, sparse, _ = entries[k]
+            path = f"{top}/{raw.decode('utf-8', 'surrogateescape').rstrip('/')}"
+            if sparse or matches(path, sieve.patterns, rules.roots) is not None:
+                return [path]
+    return []

@@ -143,9 +143,17 @@ def _both(first: Ignored, second: Ignored) -> Ignored:
     return lambda path, is_dir: first(path, is_dir) or second(path, is_dir)
 
 
+RG_ORDERED = "\x00rg"
+"""First item of an include list that is rg's `-g` globs in command-line order."""
+
+
 def name_filter(include: tuple[str, ...], exclude: tuple[str, ...],
                 exclude_dirs: tuple[str, ...]) -> Ignored | None:
-    """Skip what a search's include/exclude globs (matched on base names) leave unread."""
+    """Skip what a search's include/exclude globs (matched on base names) leave unread.
+    `include` = (RG_ORDERED, GLOB...): rg's overrides, the last matching glob deciding (`!`:
+    skipped), a file no glob matches skipped when some glob is not negated."""
+    if include[:1] == (RG_ORDERED,):
+        return _rg_overrides(include[1:])
     if not (include or exclude or exclude_dirs):
         return None
 
@@ -156,6 +164,20 @@ def name_filter(include: tuple[str, ...], exclude: tuple[str, ...],
         if include and not any(fnmatch.fnmatchcase(name, g) for g in include):
             return True
         return any(fnmatch.fnmatchcase(name, g) for g in exclude)
+
+    return skipped
+
+
+def _rg_overrides(globs: tuple[str, ...]) -> Ignored:
+    rules = [(g.startswith("!"), g[1:] if g.startswith("!") else g) for g in reversed(globs)]
+    whitelist = any(not negated for negated, _ in rules)
+
+    def skipped(path: str, is_dir: bool) -> bool:
+        name = path.rpartition("/")[2]
+        for negated, glob in rules:
+            if fnmatch.fnmatchcase(name, glob):
+                return negated
+        return whitelist and not is_dir
 
     return skipped
 

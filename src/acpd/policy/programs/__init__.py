@@ -174,8 +174,8 @@ def _name_filters(name: str, parsed: Parsed, m: Model) -> None:
     rg: later -g globs win, `!` negates, a file no glob matches is skipped only when some glob
     is not negated, directories are skipped only by a negated glob; globs are gitignore-style
     (`{a,b}`, `\\`, `[...]`, `**`) and a whitelist glob overrides hidden-file and .gitignore
-    skipping. So with any glob the tree's hidden and ignored files count, and a mixed list
-    only skips files no glob names at all."""
+    skipping. So with any glob the tree's hidden and ignored files count, and the globs are
+    applied in rg's order (treescan.name_filter, `RG_ORDERED`)."""
     if name == "rg":
         _rg_globs(parsed, m)
         return
@@ -194,18 +194,16 @@ def _name_filters(name: str, parsed: Parsed, m: Model) -> None:
 
 
 def _rg_globs(parsed: Parsed, m: Model) -> None:
+    from acpd.policy.treescan import RG_ORDERED
+
     globs = parsed.values("-g", "--glob")
     if parsed.has("--iglob") or globs:
         m.hidden, m.gitignore = True, False  # a whitelist glob overrides both
     if parsed.has("--iglob", "--glob-case-insensitive", "--type", "--type-not", "--type-add"):
         return
     bodies = [g[1:] if g.startswith("!") else g for g in globs]
-    if not all(_plain_glob(b, rg=True) for b in bodies):
-        return
-    if all(g.startswith("!") for g in globs):
-        m.exclude = m.exclude_dirs = tuple(bodies)
-    else:  # no glob matches: skipped (a whitelist exists); the last match deciding: not modelled
-        m.include = tuple(bodies)
+    if globs and all(_plain_glob(b, rg=True) for b in bodies):
+        m.include = (RG_ORDERED, *globs)  # treescan.name_filter applies them in rg's order
 
 
 def _plain_glob(glob: str, rg: bool = False) -> bool:
