@@ -241,3 +241,37 @@ async def test_a_sandboxed_provisional_workspace_runs_its_build(
     assert made.error is None and "built" in made.text and provisional.observer.asked == []
     untrusted = with_policy(rig, tmp_path, trust="untrusted")
     assert (await untrusted.call("bash", {"command": "make"})).error is not None
+
+
+async def test_code_allowed_only_because_it_is_sandboxed_cannot_plant_what_git_obeys(
+    rig: RigFactory, tmp_path: Path
+) -> None:
+    """Red-team 6 A1: a build the sandbox lets run cannot create `.git/commondir` (git would
+    then take its config from a workspace directory, on the user's next git run outside the
+    sandbox); git allowed on its own merits still writes its own data."""
+    from acpd.sandbox.status import sandbox_status
+
+    if not sandbox_status().available:
+        pytest.skip(f"no kernel sandbox here: {sandbox_status().reason}")
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_NOSYSTEM": "1"}
+    for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "one"]):
+        await anyio.run_process(["git", *args], cwd=ws, env=env)
+    (ws / "Makefile").write_text(
+        "all:\n\t@echo ../g > .git/commondir; mkdir .git/worktrees; echo done\n")
+    r = with_policy(rig, tmp_path, answers=["reject_once"])
+    made = await r.call("bash", {"command": "make"})
+    assert made.error is None and "done" in made.text and r.observer.asked == []
+    assert not (ws / ".git" / "commondir").exists()
+    assert not (ws / ".git" / "worktrees").exists()
+    # In plain bash the same recipe does plant it: the class is real.
+    await anyio.run_process(["make", "-s"], cwd=ws, env=env)
+    assert (ws / ".git" / "commondir").exists()
+    (ws / ".git" / "commondir").unlink()
+    (ws / ".git" / "worktrees").rmdir()
+    committed = await r.call("bash", {"command": "git commit -q --allow-empty -m two"})
+    assert committed.error is None and r.observer.asked == []
+    log = (await anyio.run_process(["git", "log", "--oneline"], cwd=ws, env=env)).stdout
+    assert len(log.splitlines()) == 2

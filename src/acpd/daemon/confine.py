@@ -100,6 +100,8 @@ async def confine(request: CommandRequest, source: RulesSource | None) -> Confin
     rules = request.sandbox
     if rules is None:
         rules = await source(request.cwd) if source is not None else PathRules()
+    if request.git_read_only:
+        rules = dataclasses.replace(rules, git_writes=False)
     build = functools.partial(_build, request.roots or (request.cwd,), rules, request.cwd)
     try:
         conf, bare = await anyio.to_thread.run_sync(build)

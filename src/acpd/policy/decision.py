@@ -30,6 +30,9 @@ class Decision:
     reasons: tuple[str, ...]
     rules: tuple[str, ...]
     policy_hash: str
+    sandbox_lifted: bool = False
+    """The verdict holds only because the command runs in the kernel sandbox (unsandboxed it
+    would be stricter): the runner then confines it further (git directories read-only)."""
 
     def to_json(self) -> dict[str, object]:
         return {

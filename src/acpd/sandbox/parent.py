@@ -286,6 +286,8 @@ class ParentProcess:
 async def start(bwrap: str, conf: Confinement, argv: Sequence[str],
                 env: dict[str, str]) -> ParentProcess | None:
     """Run `argv` confined by `conf` in a parent, or None: the caller runs bubblewrap."""
+    if conf.git_read_only or conf.git_writable:
+        return None  # read-only git directories (bwrap.git_args): the server does not make them
     parent = POOL.take(bwrap, conf)
     if parent is None:
         return None

@@ -30,6 +30,9 @@ class CommandRequest:
     call_id: str = ""
     """The tool call that runs it: a runner that shows the output live names it (a display
     terminal of the v1 `_meta` convention belongs to its call)."""
+    git_read_only: bool = False
+    """Git directories read-only in its sandbox but for git's data (`PathRules.git_writes`
+    False): the policy allowed it only because it is sandboxed."""
 
 
 @dataclass(slots=True)

@@ -39,13 +39,15 @@ async def judge_commands(shell: ShellPolicies, spec: ToolSpec, args: dict[str, A
                         ("policy.error",), "")
     worst: Decision | None = None
     reasons: list[str] = []
+    lifted = False
     for line in lines:
         decision = await shell.judge(line, cwd=env.cwd, roots=env.roots,
                                      session_id=env.session_id)
+        lifted |= decision.sandbox_lifted
         reasons += [f"{line}: {r}" for r in decision.reasons]
         if worst is None or RANK[decision.verdict] > RANK[worst.verdict]:
             worst = decision
     if worst is None:
         return None
     return Decision(worst.verdict, tuple(reasons[:20]) or worst.reasons, worst.rules,
-                    worst.policy_hash)
+                    worst.policy_hash, sandbox_lifted=lifted)

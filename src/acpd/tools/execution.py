@@ -52,6 +52,8 @@ async def execute(
         view.tool_call_id, env.cwd, env.roots, env.fs, env.runner, publish, cleanups.append,
         env.shell_timeout, env.output_byte_limit, overflow=env.overflow,
         approved=call.approved_by == "user", elicit=env.elicit, session_id=env.session_id,
+        git_read_only=(call.shell is not None and call.shell.sandbox_lifted
+                       and call.approved_by != "user"),
     )
     try:
         return await _run(pipeline, call, spec, parsed, view, env, ctx)

@@ -14,6 +14,7 @@ happen before `initialize` is answered.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -148,7 +149,9 @@ class ShellPolicies:
             # now, as the runner will build it (the walk's findings are reused while the disk
             # is unchanged, so the runner's own build costs little more).
             gap = await anyio.to_thread.run_sync(incomplete_sandbox, handle.current, cwd, roots)
-            return decision if gap is None else _without_sandbox(plain, gap)
+            if gap is not None:
+                return _without_sandbox(plain, gap)
+            return dataclasses.replace(decision, sandbox_lifted=True)
         except Exception as exc:  # fail closed: a broken policy must not let commands through
             log.exception("the shell policy could not judge a command")
             reason = f"the shell policy could not judge this command ({type(exc).__name__}: {exc})"

@@ -127,6 +127,10 @@ class ToolContext:
     before it acts and refuses to act on a stale approval."""
     session_id: str = ""
     """The calling session ("cli" for `acpd tools run`): what the native tools key on."""
+    git_read_only: bool = False
+    """The shell policy allowed this call only because it runs sandboxed (opaque code: a
+    script, a build, an unmodelled option): its sandbox makes git directories read-only but
+    for git's data (docs/sandbox.md), so it cannot plant what git obeys (commondir...)."""
 
 
 Executor = Callable[[Any, ToolContext], Awaitable[ToolOutput]]

@@ -84,6 +84,7 @@ async def bash(args: BashParams, ctx: ToolContext) -> ToolOutput:
         output_byte_limit=ctx.output_byte_limit,
         roots=ctx.roots,
         call_id=ctx.tool_call_id,
+        git_read_only=ctx.git_read_only,
     )
     try:
         result = await ctx.runner.run(request, on_terminal, on_output)
