@@ -2,17 +2,19 @@
 
 bash finds `cat` on PATH when the line runs, and the policy judges the name. With a workspace
 directory on the daemon's PATH (commands inherit it: an activated `.venv/bin`, direnv's
-`PATH_add`, `node_modules/.bin`), a directory under a write root (`/tmp/...`), or a relative or
-empty entry (the command's own directory), `cp /usr/bin/dash .venv/bin/cat; cat x.sh` runs a
-file the line just wrote (red-team B1d). So a program name whose lookup passes through such an
-entry before reaching an entry that holds the program is workspace code: judged like a
-workspace script (allowed when trusted or sandboxed, ask otherwise; commands.py decides).
+`PATH_add`, `node_modules/.bin`), or a relative or empty entry (the command's own
+directory), `cp /usr/bin/dash .venv/bin/cat; cat x.sh` runs a file the line just wrote
+(red-team B1d). So a program name whose lookup passes through such an entry before reaching
+an entry that holds the program is workspace code: judged like a workspace script (allowed
+when trusted or sandboxed, ask otherwise; commands.py decides).
 
 Rules:
 - Builtins and keywords are not looked up (bash runs its own), nor are functions of the line.
 - An entry is writable by the line when it is empty or relative, or when (as written,
-  normalised) it lies inside a workspace root or matches a write root. Which entries those are
-  is a pure function of PATH and the roots' text (no file-system fact): it is computed per call.
+  normalised) it lies inside a workspace root. Limit: an entry under a write root (`/tmp`)
+  is not counted (a checkout's `.venv/bin` there would make every command ask). Which
+  entries those are is a pure function of PATH and the roots' text (no file-system fact):
+  it is computed per call.
 - Only when some entry is writable is the name looked up: one `os.stat` per entry, in PATH
   order, until the first entry that holds an executable file of that name. A writable entry met
   first (whether or not it holds the name now: an earlier command may put it there) decides.
@@ -24,7 +26,7 @@ from __future__ import annotations
 import os
 import stat
 
-from acpd.policy.sandbox import PathRules, inside, matches
+from acpd.policy.sandbox import PathRules, inside
 
 BASH_BUILTINS = frozenset({
     ".", ":", "[", "alias", "bg", "bind", "break", "builtin", "caller", "cd", "command",
@@ -47,9 +49,9 @@ def writable_entries(path_var: str, rules: PathRules) -> list[tuple[str, bool]]:
             out.append((entry, True))
             continue
         norm = os.path.normpath(entry)
-        writable = inside(norm, rules.roots) is not None or (
-            bool(rules.write_roots) and matches(norm, rules.write_roots, rules.roots) is not None)
-        out.append((norm, writable))
+        # Write roots (/tmp/**) are left out: a checkout's .venv/bin under /tmp on PATH would
+        # make every command ask (a limit, docs/policy.md).
+        out.append((norm, inside(norm, rules.roots) is not None))
     return out
 
 

@@ -78,8 +78,11 @@ def request_of(conf: Confinement, argv: Sequence[str], env: dict[str, str]) -> b
 
 def parent_argv(bwrap: str, base: Confinement, control_fd: int) -> list[str]:
     head = [a for a in head_args(base) if a != "--disable-userns"]  # server.py does it
-    return [bwrap, *CAPS, *head, "--chdir", "/", "--", sys.executable, "-I", "-S", "-c",
-            SERVER, str(control_fd)]
+    # The server's code and interpreter must be visible inside: acpd may be installed under
+    # /tmp, which the sandbox replaces (a checkout's .venv there is hidden too).
+    python = os.path.realpath(sys.executable)
+    return [bwrap, *CAPS, *head, "--ro-bind", _SRC, _SRC, "--chdir", "/", "--", python, "-I",
+            "-S", "-c", SERVER, str(control_fd)]
 
 
 class Parent:
