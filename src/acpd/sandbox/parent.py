@@ -98,8 +98,12 @@ class Parent:
         self._ready = False
         try:
             self.process = subprocess.Popen(
+                # stderr too: a parent that cannot start (its code unreadable in some
+                # sandboxes) must not print into the daemon's stderr; commands then fall
+                # back to bubblewrap per command, confined all the same.
                 parent_argv(bwrap, base, theirs.fileno()), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, pass_fds=(theirs.fileno(),),
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                pass_fds=(theirs.fileno(),),
                 env={"PATH": os.environ.get("PATH", os.defpath)})
         except BaseException:
             mine.close()
