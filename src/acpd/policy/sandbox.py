@@ -436,6 +436,19 @@ def entry_real(lexical: str, raw: str, *, dest: bool = False) -> str:
     return real_parent + base if real_parent.endswith("/") else f"{real_parent}/{base}"
 
 
+def _first_hit(forms: tuple[str, ...], deny: tuple[PathPattern, ...], prefilter: Prefilter,
+               rules: PathRules,
+               literal: bool) -> str | None:
+    """The pattern of `deny` one of `forms` matches (a glob word: one it may match)."""
+    for form in forms:
+        hit = matches(form, deny, rules.roots) if prefilter.may_match(form, rules.roots) else None
+        if hit is None and _GLOB.search(form):
+            hit = glob_may_match(form, deny, rules.roots, named_only=literal)
+        if hit is not None:
+            return hit
+    return None
+
+
 def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: bool = False,
                cached: bool = False, literal: bool = False,
                entry: str | None = None) -> tuple[Verdict, str, str] | None:
@@ -471,12 +484,18 @@ def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: boo
             return ("deny", f"path.deny-{mode}", f"{mode} of {raw} matches deny_{mode} {hit!r}")
         return ("ask", "path.unresolvable", f"{mode} of {raw}: its real path cannot be read "
                 f"({exc.strerror or exc}), so it cannot be checked")
-    for form in (lexical,) if real == lexical else (lexical, real):
-        hit = matches(form, deny, rules.roots) if prefilter.may_match(form, rules.roots) else None
-        if hit is None and _GLOB.search(form):
-            hit = glob_may_match(form, deny, rules.roots, named_only=literal)
+    forms = (lexical,) if real == lexical else (lexical, real)
+    hit = _first_hit(forms, deny, prefilter, rules, literal)
+    if hit is not None:
+        return ("deny", f"path.deny-{mode}", f"{mode} of {raw} matches deny_{mode} {hit!r}")
+    if mode != "read" and rules.deny_read:
+        # Writing over a file deny_read names: the card cannot show its content, so the
+        # change (a secret replaced, `sort -o secrets/k.txt`) cannot be reviewed.
+        hit = _first_hit(forms, rules.deny_read, rules.read_filter, rules, literal)
         if hit is not None:
-            return ("deny", f"path.deny-{mode}", f"{mode} of {raw} matches deny_{mode} {hit!r}")
+            return ("ask", "path.write-denied-read",
+                    f"{mode} of {raw} changes a file deny_read names ({hit!r}): its content "
+                    "cannot be shown")
     if mode != "read" and rules.roots:  # core.hooksPath in the work tree (hookdirs.py)
         from acpd.policy.hookdirs import hooks_write
 

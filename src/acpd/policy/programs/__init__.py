@@ -139,6 +139,13 @@ def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Mod
     else:
         m.ask_unknown("no destination")
         return
+    if kind == "copy":
+        # A destination directory: each source lands at DIR/its name, which the path policy
+        # judges too (`cp -t secrets x` writes secrets/x, which deny_read may name). cp writes
+        # through a link, so a destination that is a link to a file is judged the same way.
+        # (mv replaces a non-directory destination's entry: its landed names are not added.)
+        dests.extend(os.path.join(dest, os.path.basename(s.rstrip("/"))) for s in sources
+                     if os.path.basename(s.rstrip("/")) not in ("", ".", ".."))
     if kind == "move":
         m.entries.extend(sources)
         m.deletes.extend((s, False) for s in sources)  # HOME, ancestors (a rename: no count)

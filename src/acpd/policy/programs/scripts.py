@@ -64,7 +64,18 @@ def _sed(prog: Program, parsed: Parsed, model: Model) -> None:
         model.ask_code("-f runs a script file the spec cannot see")
     if parsed.has("--in-place"):
         model.writes.extend(p for p in pos if p != "-")
+        for suffix in parsed.values("--in-place"):
+            model.writes.extend(sed_backup(p, suffix) for p in pos if p != "-" and suffix)
     model.reads.extend(p for p in pos if p != "-")
+
+
+def sed_backup(operand: str, suffix: str) -> str:
+    """Where GNU sed -i puts the original (`-iSUFFIX`): each `*` of SUFFIX is the file's base
+    name, else SUFFIX is appended; a result without `/` lies beside the file, one with `/` is
+    a path of its own (`-i'.git/hooks/*'`, `-i'/tmp/bk_*'`)."""
+    name = suffix.replace("*", os.path.basename(operand)) if "*" in suffix \
+        else os.path.basename(operand) + suffix
+    return name if "/" in name else os.path.join(os.path.dirname(operand), name)
 
 
 SED = program(

@@ -1,0 +1,67 @@
+"""Found by the review of session 6's change, each a class:
+
+- GNU sed -i's backup suffix is a path (`-i'DIR/*'`: each `*` is the file's base name): the
+  original lands wherever it names, mode kept (an executable hook in `.git/hooks`);
+- a write over a file deny_read names (`sort -o secrets/k.txt`, `cp x server.pem`, `> .env.local`)
+  changes what the card cannot show: it asks, through every write form."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from acpd.policy.engine import CompiledPolicy
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    (ws / "README.md").write_text("x\n")
+    (ws / "run.sh").write_text("#!/bin/sh\ntouch PWNED\n")
+    (ws / "run.sh").chmod(0o755)
+    (ws / "secrets").mkdir()
+    (ws / "secrets" / "k.txt").write_text("CANARY\n")
+    (ws / "server.pem").write_text("PEM\n")
+    (ws / ".env.local").write_text("K=1\n")
+    return Path(os.path.realpath(ws))
+
+
+def verdict(policy: CompiledPolicy, ws: Path, cmd: str, *, sandboxed: bool = False) -> str:
+    return policy.judge(cmd, cwd=str(ws), roots=(str(ws),), trust="provisional",
+                        sandboxed=sandboxed).verdict
+
+
+def test_a_sed_backup_suffix_is_a_path(default: CompiledPolicy, ws: Path) -> None:
+    subprocess.run(["sed", "-i.git/hooks/*", "s/x/x/", "run.sh"], cwd=ws, check=True)
+    planted = ws / ".git" / "hooks" / "run.sh"
+    assert planted.exists() and os.access(planted, os.X_OK)  # the class is real
+    for cmd in ("sed --in-place='.git/hooks/*' s/x/x/ run.sh",
+                "sed -i'.git/hooks/pre-*' s/x/x/ run.sh", "sed -E -i'/etc/*' s/a/a/ README.md",
+                "sed --in-pl='.git/*' s/a/a/ README.md", "sed -si'/root/*' s/a/a/ README.md",
+                "sed -n -e p -i'.git/hooks/*' README.md"):
+        for sandboxed in (False, True):
+            assert verdict(default, ws, cmd, sandboxed=sandboxed) == "deny", cmd
+    for cmd in ("sed -i s/a/b/ README.md", "sed -i.bak s/a/b/ README.md",
+                "sed -i'bak/*' s/a/b/ README.md"):
+        assert verdict(default, ws, cmd) == "allow", cmd
+
+
+@pytest.mark.parametrize("cmd", [
+    "sort -o secrets/k.txt README.md", "uniq README.md .env.local", "cp README.md server.pem",
+    "echo x > .env.local", "printf x >> secrets/k.txt", "mv README.md secrets/k.txt",
+    "cp -t secrets README.md", "cat README.md > ./secrets/../server.pem",
+    "tee -a .env.local < README.md", "touch secrets/new.txt",
+])
+def test_writing_over_a_file_deny_read_names_asks(default: CompiledPolicy, ws: Path,
+                                                  cmd: str) -> None:
+    assert verdict(default, ws, cmd) in ("ask", "deny"), cmd
+
+
+def test_ordinary_writes_stay_allowed(default: CompiledPolicy, ws: Path) -> None:
+    for cmd in ("echo x > notes.txt", "cp README.md docs.md", "sort -o out.txt README.md"):
+        assert verdict(default, ws, cmd) == "allow", cmd
