@@ -238,3 +238,18 @@ def remake(ws: Path) -> None:
     git_dir(ws / ".git")
     (ws / "fresh.txt").write_text("NEW-WORKSPACE\n")
     (ws / ".env").write_text("NEW-CANARY\n")
+
+
+async def test_at_exit_the_parents_die_before_their_private_tmp_goes(ws: Path) -> None:
+    """Removing the private /tmp directory removes the mount points of a parent's own code in
+    it (a removed mount point is detached in every namespace): a parent still starting then
+    failed to import its server. The exit clean-up kills every parent first."""
+    from acpd.daemon import confine
+
+    await parented(ws)
+    parent = next(p for p in POOL._parents.values() if p.base.roots == (str(ws),))
+    tmp = parent.base.tmp_dir
+    assert tmp and Path(tmp).is_dir()  # noqa: ASYNC240
+    confine._remove_tmp(tmp)
+    assert parent.dead() and not Path(tmp).exists()  # noqa: ASYNC240
+    assert not any(p.base.roots == (str(ws),) for p in POOL._parents.values())

@@ -35,7 +35,7 @@ import anyio.to_thread
 from acpd.sandbox.build import build_confinement
 from acpd.sandbox.bwrap import head_args, open_pins, tail_args
 from acpd.sandbox.launch import bash_argv
-from acpd.sandbox.parent import ParentProcess
+from acpd.sandbox.parent import POOL, ParentProcess
 from acpd.sandbox.parent import start as start_parented
 from acpd.sandbox.profile import Confinement
 from acpd.sandbox.rules import PathRules
@@ -162,9 +162,14 @@ def workspace_tmp(roots: tuple[str, ...]) -> str | None:
         if any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots):
             os.rmdir(path)
             return None
-        atexit.register(shutil.rmtree, real, True)
+        atexit.register(_remove_tmp, real)
         _tmp_dirs[roots] = real
         return real
+
+
+def _remove_tmp(path: str) -> None:
+    POOL.kill_all()  # first: its parents bind mount points in this directory
+    shutil.rmtree(path, True)
 
 
 LAUNCHER = """shopt -s execfail

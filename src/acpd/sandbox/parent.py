@@ -385,6 +385,21 @@ class ParentPool:
         with self._lock:
             self._drop_all()
 
+    def kill_all(self) -> None:
+        """At exit, before the private /tmp directories go: a parent still starting would
+        find the mount points of its own code removed under it (removing a mount point on
+        the host detaches that mount in every namespace) and fail. Each parent's bubblewrap
+        is killed and waited for, and every command in it dies with it."""
+        with self._lock:
+            parents = list(self._parents.values())
+            self._parents.clear()
+        for parent in parents:
+            parent.close()
+            with contextlib.suppress(OSError):
+                parent.process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                parent.process.wait(timeout=2)
+
     def _start(self, bwrap: str, base: Confinement, identity: tuple[tuple[int, int], ...]
                ) -> None:
         for other in [b for b in self._parents if b.roots == base.roots]:
