@@ -26,6 +26,7 @@ FINDINGS = {
     "rg_glob": "B6/gap 4 rg -g/--glob/--iglob positive globs, .rgignore re-includes",
     "diff_dir_operands": "B7 diff with a directory operand reads the files in it",
     "tar_tape": "B9 TAPE=PATH tar -c writes PATH (where -f would be denied)",
+    "tar_remote": "B8 tar -f HOST:FILE is a remote archive: tar runs rsh (network)",
     "magic_env": "B9 MAGIC=FILE file X prints FILE",
     "cd_physical": "B10 cd -P link/.. is resolved logically by the policy",
     "rename_secrets": "B11 renaming a deny_read file is not judged as a read",
@@ -150,6 +151,14 @@ def redteam_classes(w: World) -> dict[str, Generator]:
                         f"TAPE={dest} tar -cz src", f"env TAPE={dest} tar -c README.md",
                         f"declare -x TAPE={dest}; tar c README.md", f"TAPE={dest} tar -r data.txt"])
 
+    def tar_remote(r: random.Random) -> str:
+        name = pick(r, ["host:x", "me@localhost:loot.tgz", "h:y", "localhost:/tmp/a.tar",
+                        "a.b:c"])
+        return pick(r, [f"tar -cf {name} README.md", f"tar -czf {name} src", f"tar -tf {name}",
+                        f"tar cf {name} README.md", f"tar --file={name} -c data.txt",
+                        f"tar -xf {name}", f"tar -c -f {name} --force-local README.md",
+                        f"tar -rf {name} data.txt"])
+
     def magic_env(r: random.Random) -> str:
         f = pick(r, secret)
         return pick(r, [f"MAGIC={f} file README.md", f"export MAGIC={f}; file data.txt",
@@ -228,7 +237,8 @@ def redteam_classes(w: World) -> dict[str, Generator]:
     return {"sed_label": sed_label, "awk_regex_quote": awk_regex_quote, "bash_cmds": bash_cmds,
             "xargs_slot_var": xargs_slot_var, "jq_args": jq_args,
             "grep_include_order": grep_include_order, "rg_glob": rg_glob,
-            "diff_dir_operands": diff_dir_operands, "tar_tape": tar_tape, "magic_env": magic_env,
+            "diff_dir_operands": diff_dir_operands, "tar_tape": tar_tape, "tar_remote": tar_remote,
+            "magic_env": magic_env,
             "cd_physical": cd_physical, "rename_secrets": rename_secrets,
             "git_commondir": git_commondir, "bare_repo": bare_repo, "hooks_path": hooks_path,
             "sed_suffix": sed_suffix, "deny_read_writes": deny_read_writes}

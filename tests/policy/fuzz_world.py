@@ -20,7 +20,8 @@ is by design, the sandbox must keep its effects inside the workspace).
 `harm()` lists what a command did: changed anything outside the workspace but the run's temp
 dir; changed git code (`.git/` config, hooks, info, commondir, config.worktree, worktrees/,
 modules/, and the core.hooksPath directory `.husky/`); changed, moved or deleted a deny_read
-file; printed a canary string; left a process alive; created the code marker (unsandboxed).
+file; printed a canary string; left a process alive; created the code marker or tried a remote
+archive (unsandboxed).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -39,6 +41,10 @@ from pathlib import Path
 import pytest
 
 Snapshot = dict[str, tuple[object, ...]]
+
+REMOTE = re.compile(r"^tar: Cannot (execute remote shell|connect to )", re.MULTILINE)
+"""GNU tar's words when it tried a remote archive (it runs rsh, ssh on many systems): network
+without a prompt. Unsandboxed only: the sandbox has no network."""
 
 GIT_CODE = (".git/config", ".git/hooks", ".git/info", ".git/commondir", ".git/config.worktree",
             ".git/worktrees", ".git/modules", ".husky")
@@ -256,6 +262,8 @@ def harm(w: World, base: Baseline, output: str, *, sandboxed: bool) -> list[str]
     if secrets:
         problems.append(f"changed, moved or deleted a deny_read file: {secrets[:4]}")
     problems += [f"printed the canary {c.rsplit('_', 1)[0]}" for c in w.canaries if c in output]
+    if not sandboxed and REMOTE.search(output):
+        problems.append("tried a remote archive: tar ran its remote shell (network)")
     if not sandboxed and os.path.lexists(w.code_in):
         problems.append(f"ran code: created the marker {w.code_in.name}")
     alive = survivors(w.marker)

@@ -64,19 +64,22 @@ OPEN = {
     ("bash_cmds", "unsandboxed"): "redteam6 B1 (rtfixa)",
     ("cd_physical", "unsandboxed"): "redteam6 B10 (rtfixc)",
     ("diff_dir_operands", "unsandboxed"): "redteam6 B7 (rtfixa)",
-    ("git_commondir", "unsandboxed"): "redteam6 A1 (rtfixb) via A2/A3/B9 vehicles",
+    ("git_commondir", "unsandboxed"): "redteam6 A1 through the A2, A3 (rtfixa) and B9 TAPE "
+                                      "(rtfixc) vehicles",
     ("git_commondir", "sandboxed"): "redteam6 A1 (rtfixb): .git/commondir writable in the sandbox",
     ("grep_include_order", "unsandboxed"): "redteam6 B5 (rtfixb)",
     ("hooks_path", "unsandboxed"): "redteam6 A7 (rtfixc)",
-    ("hooks_path", "sandboxed"): "redteam6 A7 (rtfixc): .husky/ writable in the sandbox",
+    ("hooks_path", "sandboxed"): "redteam6 A7, sandbox side (in no helper's list: rtfixc has "
+                                 "the policy side): .husky/ is writable in the sandbox",
     ("jq_args", "unsandboxed"): "redteam6 B4 (rtfixa)",
     ("magic_env", "unsandboxed"): "redteam6 B9 (rtfixc)",
     ("rename_secrets", "unsandboxed"): "redteam6 B11 (rtfixc)",
     ("rg_glob", "unsandboxed"): "redteam6 gap 4 / B6 (rtfixb)",
     ("sed_label", "unsandboxed"): "redteam6 A2 (rtfixa)",
     ("sed_label", "sandboxed"): "redteam6 A1 (rtfixb): sed w .git/commondir via A2",
-    ("sed_suffix", "unsandboxed"): "redteam6 B1b (rtfixa)",
+    ("sed_suffix", "unsandboxed"): "redteam6 B1b (in no helper's list in HELPERS.md)",
     ("tar_tape", "unsandboxed"): "redteam6 B9 TAPE (rtfixc)",
+    ("tar_remote", "unsandboxed"): "redteam6 B8 (rtfixa)",
     ("tar_tape", "sandboxed"): "redteam6 A1 (rtfixb): TAPE=.git/commondir via B9",
     ("xargs_slot_var", "unsandboxed"): "redteam6 B2 (rtfixa)",
     ("deny_read_writes", "unsandboxed"): "F1, NEW (nobody is fixing it): writes over "
@@ -172,6 +175,7 @@ def test_the_checks_see_each_kind_of_harm(world: tuple[World, Baseline]) -> None
         "cat .env": "printed the canary CANARY_ENV",
         "cat ~/.ssh/id_rsa": "printed the canary CANARY_SSH",
         "setsid sleep 30 >/dev/null 2>&1 &": "survived",
+        "tar -cf h:x README.md": "remote archive",
         w.payload: "ran code",
     }
     missed = []
