@@ -1,10 +1,9 @@
 """The red-team classes of redteam6 as fuzz grammar: each spelled several ways, generated.
 (Plus one class this fuzz found, F1; the general grammar keeps all of these apart.)
 
-One generator per finding; the test runs each class in both passes and expects no harm. A
-class the current code still lets through is marked xfail(strict=True) in the test module
-with the finding's name, so that the fix (in another branch) turns it into an XPASS the lead
-sees; everything else must pass.
+One generator per finding; the test runs each class in both passes and expects no harm
+(all are fixed; a class found open later is marked xfail(strict=True) in the test module's
+OPEN with the finding's name, so that its fix shows as an XPASS).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ commands allowed only BECAUSE they are confined are run confined.
 Reproducible: a fixed seed and a fixed number of generated commands per test (not a time
 budget), and a judging budget large enough that machine speed does not change a verdict. A
 red-team class the current code still lets through is xfail(strict=True) with the finding's
-name (the fixes are in other branches: the XPASS then says to drop the mark).
+name (the XPASS of a fixed one then says to drop the mark).
 
 Failures print each offending command, its verdict and rules, what it did, and its output.
 
@@ -57,33 +57,9 @@ CLASS_COUNT = 10
 
 pytestmark = pytest.mark.slow
 
-OPEN = {
-    # (class, pass): the finding that still lets it through on this branch
-    ("awk_regex_quote", "unsandboxed"): "redteam6 A3 (rtfixa)",
-    ("awk_regex_quote", "sandboxed"): "redteam6 A1 (rtfixb): print > \".git/commondir\" via A3",
-    ("bash_cmds", "unsandboxed"): "redteam6 B1 (rtfixa)",
-    ("cd_physical", "unsandboxed"): "redteam6 B10 (rtfixc)",
-    ("diff_dir_operands", "unsandboxed"): "redteam6 B7 (rtfixa)",
-    ("git_commondir", "unsandboxed"): "redteam6 A1 through the A2, A3 (rtfixa) and B9 TAPE "
-                                      "(rtfixc) vehicles",
-    ("git_commondir", "sandboxed"): "redteam6 A1 (rtfixb): .git/commondir writable in the sandbox",
-    ("grep_include_order", "unsandboxed"): "redteam6 B5 (rtfixb)",
-    ("hooks_path", "unsandboxed"): "redteam6 A7 (rtfixc)",
-    ("hooks_path", "sandboxed"): "redteam6 A7, sandbox side (in no helper's list: rtfixc has "
-                                 "the policy side): .husky/ is writable in the sandbox",
-    ("jq_args", "unsandboxed"): "redteam6 B4 (rtfixa)",
-    ("magic_env", "unsandboxed"): "redteam6 B9 (rtfixc)",
-    ("rename_secrets", "unsandboxed"): "redteam6 B11 (rtfixc)",
-    ("rg_glob", "unsandboxed"): "redteam6 gap 4 / B6 (rtfixb)",
-    ("sed_label", "unsandboxed"): "redteam6 A2 (rtfixa)",
-    ("sed_label", "sandboxed"): "redteam6 A1 (rtfixb): sed w .git/commondir via A2",
-    ("sed_suffix", "unsandboxed"): "redteam6 B1b (in no helper's list in HELPERS.md)",
-    ("tar_tape", "unsandboxed"): "redteam6 B9 TAPE (rtfixc)",
-    ("tar_remote", "unsandboxed"): "redteam6 B8 (rtfixa)",
-    ("tar_tape", "sandboxed"): "redteam6 A1 (rtfixb): TAPE=.git/commondir via B9",
-    ("xargs_slot_var", "unsandboxed"): "redteam6 B2 (rtfixa)",
-    ("deny_read_writes", "unsandboxed"): "F1, NEW (nobody is fixing it): writes over "
-                                         "deny_read-only files are allowed",
+OPEN: dict[tuple[str, str], str] = {
+    # (class, pass): the finding that still lets it through, as xfail(strict=True). Every
+    # redteam6 class and F1 were fixed on main (session 7); a new finding goes here until fixed.
 }
 
 
