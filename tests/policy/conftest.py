@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,5 +27,7 @@ def default() -> CompiledPolicy:
 
 
 @pytest.fixture(scope="session")
-def workspace() -> str:
-    return os.path.realpath(corpus_workspace())
+def workspace() -> Iterator[str]:
+    ws = os.path.realpath(corpus_workspace())
+    yield ws
+    shutil.rmtree(ws, ignore_errors=True)

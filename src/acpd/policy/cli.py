@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -210,7 +211,11 @@ def test_corpus(path: Path, *, config: Path | None = None,
     err = err or sys.stderr
     handle = _handle(config, plugin_dirs or [], err)
     lines = read_corpus(path)
-    res = run_corpus(handle.current, lines, corpus_workspace())
+    ws = corpus_workspace()
+    try:
+        res = run_corpus(handle.current, lines, ws)
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
 
     def rate(ok: int, n: int) -> str:
         return f"{ok}/{n} ({100.0 * ok / n:.1f} %)" if n else "0/0"
