@@ -230,11 +230,12 @@ async def test_secrets_in_a_diff_are_redacted_and_a_deny_read_file_is_never_show
     assert "DEBUG = False" in diff["newText"]
     shown = str(client.events)
     assert key not in shown and "marker 4471" not in shown
-    withheld, note = env["content"]
+    withheld, note, reason = env["content"]
     assert withheld == {"type": "diff", "path": str(workspace / "tls.pem"),
                         "oldText": withheld["oldText"], "newText": "TOKEN=other\n"}
     assert withheld["oldText"].startswith("[the current content is not shown: ")
     assert "not shown" in note["content"]["text"]
+    assert "changes a file deny_read names" in reason["content"]["text"]  # why it asks
     assert (workspace / "tls.pem").read_text() == "TOKEN=other\n"
     assert (workspace / "settings.py").read_text().endswith("DEBUG = False\n")
 
