@@ -131,3 +131,19 @@ def test_masked_parse_still_reads_the_real_words() -> None:
         ["grep", "-r", "'ß'", "src"],
     ]
     assert [r.target for r in script.commands[0].redirects] == ["ñ.txt"]
+
+
+@pytest.mark.parametrize("cmd", [
+    "echo x > /etc/x.txt", "printf x >> /usr/local/a.txt", "cp a.txt /etc/b.txt",
+    "echo x > .git/hooks/a.txt", "tee /etc/a.txt < in", "echo > out.txt"])
+def test_a_deny_read_name_never_hides_a_stricter_verdict(
+        default: CompiledPolicy, workspace: str, cmd: str) -> None:
+    """Writing over a file deny_read names asks (its content cannot be shown), but only when
+    nothing stricter applies: an overlay adding `**/*.txt` once turned the deny for a write
+    outside the workspace into that ask (found by test_overlays_never_loosen)."""
+    overlay = Overlay("p0", "/plugins/p0/plugin.toml", ShellOverlay(deny_read=("**/*.txt",)))
+    merged = compile_policy(merge(default.policy, [overlay]), check_examples=False)
+    before = default.judge(cmd, cwd=workspace, trust="provisional")
+    after = merged.judge(cmd, cwd=workspace, trust="provisional")
+    assert RANK[after.verdict] >= RANK[before.verdict], (before, after)
+    assert after.verdict != "allow"

@@ -65,3 +65,16 @@ def test_writing_over_a_file_deny_read_names_asks(default: CompiledPolicy, ws: P
 def test_ordinary_writes_stay_allowed(default: CompiledPolicy, ws: Path) -> None:
     for cmd in ("echo x > notes.txt", "cp README.md docs.md", "sort -o out.txt README.md"):
         assert verdict(default, ws, cmd) == "allow", cmd
+
+
+@pytest.mark.parametrize("cmd", ["ruff check src", "mypy --strict .", "black --check .",
+                                 "eslint --fix .", "tsc --noEmit", "shellcheck run.sh"])
+def test_linters_run_without_a_prompt_only_where_workspace_code_may(
+        default: CompiledPolicy, ws: Path, cmd: str) -> None:
+    """Linters load the workspace's config, and eslint's, prettier's and mypy's plugins are
+    code: allowed sandboxed (their worst case stays in the workspace), asked otherwise in a
+    workspace that is not trusted."""
+    assert verdict(default, ws, cmd, sandboxed=True) == "allow", cmd
+    assert verdict(default, ws, cmd) == "ask", cmd
+    assert default.judge(cmd, cwd=str(ws), roots=(str(ws),), trust="untrusted").verdict != "allow"
+    assert verdict(default, ws, cmd + " > /etc/x", sandboxed=True) == "deny", cmd

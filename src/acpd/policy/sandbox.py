@@ -449,6 +449,9 @@ def _first_hit(forms: tuple[str, ...], deny: tuple[PathPattern, ...], prefilter:
     return None
 
 
+Judged = tuple[Verdict, str, str] | None
+
+
 def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: bool = False,
                cached: bool = False, literal: bool = False,
                entry: str | None = None) -> tuple[Verdict, str, str] | None:
@@ -488,24 +491,47 @@ def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: boo
     hit = _first_hit(forms, deny, prefilter, rules, literal)
     if hit is not None:
         return ("deny", f"path.deny-{mode}", f"{mode} of {raw} matches deny_{mode} {hit!r}")
+    unreviewable: Judged = None
     if mode != "read" and rules.deny_read:
         # Writing over a file deny_read names: the card cannot show its content, so the
-        # change (a secret replaced, `sort -o secrets/k.txt`) cannot be reviewed.
+        # change (a secret replaced, `sort -o secrets/k.txt`) cannot be reviewed. Only an
+        # ask: what the place itself says (a hooks directory, outside the roots) may be
+        # stricter, and wins.
         hit = _first_hit(forms, rules.deny_read, rules.read_filter, rules, literal)
         if hit is not None:
-            return ("ask", "path.write-denied-read",
-                    f"{mode} of {raw} changes a file deny_read names ({hit!r}): its content "
-                    "cannot be shown")
+            unreviewable = ("ask", "path.write-denied-read",
+                            f"{mode} of {raw} changes a file deny_read names ({hit!r}): its "
+                            "content cannot be shown")
+    return _stricter(_place(raw, mode, lexical, real, rules, entry), unreviewable)
+
+
+def _stricter(first: Judged, second: Judged) -> Judged:
+    """The stricter of two verdicts (deny over ask over fine; the first on a tie)."""
+    rank = {"deny": 2, "ask": 1}
+    if second is None or (first is not None and rank[first[0]] >= rank[second[0]]):
+        return first
+    return second
+
+
+def _place(raw: str, mode: str, lexical: str, real: str, rules: PathRules,
+           entry: str | None) -> Judged:
+    """What the path's place says: a hooks directory in the work tree, a hard link to a
+    denied file, outside the roots."""
     if mode != "read" and rules.roots:  # core.hooksPath in the work tree (hookdirs.py)
         from acpd.policy.hookdirs import hooks_write
 
         found_hook = hooks_write(lexical, real, raw, rules.roots)
         if found_hook is not None:
             return found_hook
+    deny = rules.deny_read if mode == "read" else rules.deny_write
     if deny and entry is None:
         found = _hardlinks()(real, mode, rules)
         if found is not None:
             return (found[0], found[1], f"{mode} of {raw}: {found[2]}")
+    return _outside(raw, mode, lexical, real, rules)
+
+
+def _outside(raw: str, mode: str, lexical: str, real: str, rules: PathRules) -> Judged:
     if inside(lexical, rules.roots) and (real == lexical or inside(real, rules.roots)):
         return None
     extra = rules.read_roots if mode == "read" else rules.write_roots
