@@ -34,6 +34,7 @@ from pathlib import Path
 import anyio
 
 from acpd.daemon import confine
+from acpd.daemon.config import DEFAULT_ENV_BLOCKLIST
 from acpd.daemon.confine import Confined, editor_launch, workspace_tmp
 from acpd.sandbox import parent, walk
 from acpd.sandbox.build import WALK_LIMIT, build_confinement
@@ -244,7 +245,9 @@ def main() -> int:
             built = build_confinement((str(gitted),), RULES, cwd=str(gitted))
             kept, confine.SH_PINS = confine.SH_PINS, pins_in_sh
             try:
-                launch = editor_launch(Confined(built, status, "bwrap"), "true")
+                # With the default env_blocklist, as the daemon launches it.
+                launch = editor_launch(Confined(built, status, "bwrap"), "true",
+                                       DEFAULT_ENV_BLOCKLIST)
             finally:
                 confine.SH_PINS = kept
             try:

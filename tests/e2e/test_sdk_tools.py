@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from acpd.daemon import envscrub
 from tests.e2e.client import RecordingClient, always
 from tests.e2e.harness import (
     acpd,
@@ -61,7 +62,8 @@ async def test_bash_runs_in_the_client_terminal_and_is_released_after_the_final_
         # The editor runs acpd's sandbox launcher (sh execs bubblewrap) around `bash -c`.
         assert os.path.basename(create["command"]) == "sh"
         assert create["args"][0] == "-c" and create["args"][2] == "acpd-sandbox"
-        assert create["args"][-4:] == ["--", "bash", "-c", command]
+        assert create["args"][-4:-1] == ["--", "bash", "-c"]
+        assert envscrub.original(create["args"][-1]) == command
         assert create["cwd"] == str(workspace)
         assert create["env"]["PAGER"] == "cat" and create["env"]["GIT_TERMINAL_PROMPT"] == "0"
         assert isinstance(create["outputByteLimit"], int) and create["outputByteLimit"] > 0

@@ -244,12 +244,12 @@ async def test_at_exit_the_parents_die_before_their_private_tmp_goes(ws: Path) -
     """Removing the private /tmp directory removes the mount points of a parent's own code in
     it (a removed mount point is detached in every namespace): a parent still starting then
     failed to import its server. The exit clean-up kills every parent first."""
-    from acpd.daemon import confine
+    from acpd.daemon import tmpdirs
 
     await parented(ws)
     parent = next(p for p in POOL._parents.values() if p.base.roots == (str(ws),))
     tmp = parent.base.tmp_dir
     assert tmp and Path(tmp).is_dir()  # noqa: ASYNC240
-    confine._remove_tmp(tmp)
+    tmpdirs._remove_run_dir()  # what atexit runs
     assert parent.dead() and not Path(tmp).exists()  # noqa: ASYNC240
     assert not any(p.base.roots == (str(ws),) for p in POOL._parents.values())

@@ -182,3 +182,37 @@ async def test_acpd_s_own_data_is_hidden_from_commands(
 
 def _holds(directory: Path, needle: bytes) -> bool:
     return any(needle in p.read_bytes() for p in directory.rglob("*") if p.is_file())
+
+
+SECRETS = {"ACPD_TEST_API_KEY": "CANARY-A", "acpd_test_token": "CANARY-B",
+           "ACPD-TEST_SECRET": "CANARY-C"}
+"""Blocked by the default `env_blocklist`; the last is not a shell identifier."""
+
+
+@pytest.mark.parametrize("sandbox", ["on", "off"])
+@pytest.mark.parametrize("where", WHERE)
+async def test_blocked_environment_names_never_reach_a_command(
+    where: str, sandbox: str, tmp_path: Path, data_dir: Path, ws: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The editor runs a command with its own environment (here: the test process's, which
+    the client's terminals inherit), the local path with the daemon's: neither may pass a
+    blocked name on, sandboxed or not."""
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)  # the editor's environment
+    monkeypatch.setenv("ACPD_TEST_PLAIN", "VISIBLE")
+    script = write_script(tmp_path / "s.json", turns(
+        "env; printenv; bash -c 'echo \"$ACPD_TEST_API_KEY\"'; echo plain=$ACPD_TEST_PLAIN"))
+    terminal = where == "editor-terminal"
+    client = RecordingClient(answer=always("allow_once"), terminal_enabled=terminal)
+    async with acpd(tmp_path, data_dir=data_dir, workspace=ws, client=client, script=script,
+                    env={**SECRETS, "ACPD_SANDBOX": sandbox}) as run:
+        await run.initialize(caps(terminal=terminal))
+        session_id = await run.new_session()
+        assert await run.prompt(session_id, "go") == "end_turn"
+        (final,) = finals(client)
+        stdout = final["rawOutput"]["stdout"]
+        assert "plain=VISIBLE" in stdout and "PATH=" in stdout
+        assert "CANARY" not in json.dumps(final)
+        if terminal:
+            assert client.calls("terminal/create")

@@ -108,7 +108,8 @@ class ShellConfig(Section):
     plugin_dirs: list[str] | None = None
     """Plugin directories; None: <user config dir>/acpd/plugins."""
     env_blocklist: list[str] = Field(default_factory=lambda: list(DEFAULT_ENV_BLOCKLIST))
-    """Names or globs (case-insensitive) stripped from a local command's environment."""
+    """Names or globs (case-insensitive) unset for every command: local ones and those run
+    in the editor's terminal (daemon/envscrub.py)."""
     transactional: bool = False
     """Snapshot the files a write command targets; roll back on auto_rollback_exit_codes."""
     auto_rollback_exit_codes: list[int] = Field(default_factory=lambda: [1, 2])

@@ -13,25 +13,25 @@ two one-use files (`--args FD`). No Python starts on that path.
 
 /tmp: one private directory per workspace (per daemon, removed when it exits) is bound at
 /tmp for every command there, so a build that keeps state in /tmp between commands works.
+It, and the argument files, lie in the daemon's run directory (daemon/tmpdirs.py), which a
+later daemon sweeps when this one was killed before it could remove it.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import dataclasses
 import functools
 import os
-import shutil
-import tempfile
 import threading
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import anyio.to_thread
 
+from acpd.daemon import envscrub, tmpdirs
 from acpd.sandbox.build import build_confinement
 from acpd.sandbox.bwrap import head_args, open_pins, tail_args
 from acpd.sandbox.launch import bash_argv
@@ -155,21 +155,20 @@ def workspace_tmp(roots: tuple[str, ...]) -> str | None:
         if path is not None and os.path.isdir(path) and not os.path.islink(path):
             return path
         try:
-            path = tempfile.mkdtemp(prefix="acpd-tmp-")
+            path = tmpdirs.make("acpd-tmp-")
         except OSError:
             return None
         real = os.path.realpath(path)
         if any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots):
-            os.rmdir(path)
+            tmpdirs.remove(path)
             return None
-        atexit.register(_remove_tmp, real)
         _tmp_dirs[roots] = real
         return real
 
 
-def _remove_tmp(path: str) -> None:
-    POOL.kill_all()  # first: its parents bind mount points in this directory
-    shutil.rmtree(path, True)
+# First at exit: the sandbox parents bind mount points in these directories, and removing
+# a mount point detaches it in every namespace (a parent still starting lost its own code).
+tmpdirs.before_removal(POOL.kill_all)
 
 
 LAUNCHER = """shopt -s execfail
@@ -241,18 +240,22 @@ class EditorLaunch:
                     os.unlink(self.profile + suffix)
 
 
-def editor_launch(confined: Confined, command: str) -> EditorLaunch:
-    """`terminal/create`'s command, args and extra env for one confined command."""
+def editor_launch(confined: Confined, command: str, env_blocklist: Sequence[str] = (),
+                  keep: Iterable[str] = ()) -> EditorLaunch:
+    """`terminal/create`'s command, args and extra env for one confined command, which runs
+    without the editor's environment names that `env_blocklist` matches (envscrub.py;
+    `keep`: the names the runner sets itself)."""
     bash = "bash"  # the editor's, as the command's own `bash -c` is
+    script = envscrub.wrap(command, env_blocklist, keep)
     conf, binary = confined.conf, confined.status.binary
     if conf is None or confined.status.kind != "bwrap" or binary is None:
-        return EditorLaunch(bash, ["-c", command], {}, None)
+        return EditorLaunch(bash, ["-c", script], {}, None)
     base = os.path.join(_profile_dir(), uuid.uuid4().hex)
     _write_args(base + ".head", head_args(conf))
     _write_args(base + ".tail", tail_args(conf))
     small = len(conf.pinned) <= SH_PINS
     args = ["-c", SH_LAUNCHER if small else LAUNCHER, "acpd-sandbox", binary, base + ".head",
-            base + ".tail", *conf.pinned, "--", "bash", "-c", command]
+            base + ".tail", *conf.pinned, "--", "bash", "-c", script]
     return EditorLaunch("sh" if small else bash, args, {}, base)
 
 
@@ -262,8 +265,5 @@ def _write_args(path: str, args: list[str]) -> None:
         handle.write(b"".join(os.fsencode(a) + b"\0" for a in args))
 
 
-@functools.cache
 def _profile_dir() -> str:
-    path = tempfile.mkdtemp(prefix=f"acpd-profiles-{os.getpid()}-")
-    atexit.register(shutil.rmtree, path, True)
-    return path
+    return tmpdirs.run_dir()

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
 
+from acpd.daemon.config import DEFAULT_ENV_BLOCKLIST
 from acpd.daemon.confine import RulesSource, confine, editor_launch
 from acpd.daemon.errors import PeerError
 from acpd.daemon.local import QUIET_ENV, LocalFileSystem, check_cwd
@@ -102,6 +103,7 @@ class EditorTerminalRunner:
         self, conn: EditorPeer, session_id: str, *, poll_interval: float = POLL_INTERVAL,
         fallback: CommandRunner | None = None, on_silent: Callable[[], None] | None = None,
         create_timeout: float = TERMINAL_TIMEOUT, rules: RulesSource | None = None,
+        env_blocklist: Sequence[str] = DEFAULT_ENV_BLOCKLIST,
     ) -> None:
         self._conn = conn
         self._create_timeout = create_timeout
@@ -111,6 +113,7 @@ class EditorTerminalRunner:
         self._on_silent = on_silent
         self._silent = False
         self._rules = rules
+        self._env_blocklist = tuple(env_blocklist)
 
     async def run(
         self, request: CommandRequest, on_terminal: OnTerminal, on_output: OnOutput
@@ -133,7 +136,8 @@ class EditorTerminalRunner:
     ) -> CommandResult:
         check_cwd(request)
         confined = await confine(request, self._rules)
-        launch = editor_launch(confined, request.command)
+        launch = editor_launch(confined, request.command, self._env_blocklist,
+                               keep=request.env)
         try:
             result = await self._run(request, launch.command, launch.args,
                                      {**QUIET_ENV, **launch.env, **request.env},

@@ -411,7 +411,7 @@ class SessionMethods:
             runner = EditorTerminalRunner(
                 session.conn, session.id, fallback=local, on_silent=session.editor_terminal_silent,
                 create_timeout=min(TERMINAL_TIMEOUT, rt.config.protocol.request_timeout),
-                rules=rules,
+                rules=rules, env_blocklist=shell.env_blocklist,
             )
         if shell.transactional:
             from acpd.tools.transaction import TransactionalRunner, TransactionSettings

@@ -1,0 +1,95 @@
+"""A killed daemon's scratch directories do not stay in /tmp for good.
+
+Real processes: each "daemon" is a Python subprocess that makes its run directory (and a
+workspace's private /tmp in it) with TMPDIR pointing at this test's directory, then is killed
+with SIGKILL (no exit handler runs) or left alive."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from acpd.daemon import tmpdirs
+
+DAEMON = """
+import sys
+from acpd.daemon import confine, tmpdirs
+print(tmpdirs.run_dir(), confine.workspace_tmp((sys.argv[1],)), flush=True)
+sys.stdin.read()
+"""
+
+
+def start(tmp: Path, workspace: Path) -> tuple[subprocess.Popen[str], Path, Path]:
+    proc = subprocess.Popen([sys.executable, "-c", DAEMON, str(workspace)], text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            env={**os.environ, "TMPDIR": str(tmp)})
+    assert proc.stdout is not None
+    run, private = proc.stdout.readline().split()
+    assert Path(private).parent == Path(run) and Path(private).is_dir()
+    return proc, Path(run), Path(private)
+
+
+def test_a_killed_daemons_run_directory_is_swept_and_a_live_ones_kept(tmp_path: Path) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    alive, live_run, _ = start(scratch, tmp_path / "ws")  # first: it sweeps as it starts
+    killed, dead_run, dead_private = start(scratch, tmp_path / "ws")
+    (dead_private / "build-state").write_text("x")
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    try:
+        assert dead_run.is_dir()  # nothing removed it: no exit handler ran
+        assert tmpdirs.sweep(parent=str(scratch)) == [str(dead_run)]
+        assert not dead_run.exists() and live_run.is_dir()
+    finally:
+        assert alive.stdin is not None
+        alive.stdin.close()
+        alive.wait()
+    assert not live_run.exists()  # a daemon that exits removes its own
+
+
+def test_the_sweep_leaves_what_is_not_an_abandoned_run_directory(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / tmpdirs.LOCK).write_text("")
+    (outside / "keep").write_text("precious")
+    (tmp_path / "acpd-run-link").symlink_to(outside)  # a planted link: never followed
+    (tmp_path / "acpd-run-nolock").mkdir()  # being made, or not ours: no lock to take
+    (tmp_path / "acpd-run-file").write_text("")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / tmpdirs.LOCK).write_text("")
+    assert tmpdirs.sweep(parent=str(tmp_path)) == []
+    assert (outside / "keep").read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "acpd-run-file", "acpd-run-link", "acpd-run-nolock", "other", "outside"]
+
+
+def test_a_new_daemon_sweeps_on_its_first_scratch_directory(tmp_path: Path) -> None:
+    killed, dead_run, _ = start(tmp_path, tmp_path / "ws")
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    alive, live_run, _ = start(tmp_path, tmp_path / "ws")
+    try:
+        deadline = time.monotonic() + 30
+        while dead_run.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not dead_run.exists() and live_run.is_dir()
+    finally:
+        assert alive.stdin is not None
+        alive.stdin.close()
+        alive.wait()
+
+
+def test_one_descriptor_per_daemon_whatever_the_number_of_workspaces(tmp_path: Path) -> None:
+    from acpd.daemon import confine
+
+    confine.workspace_tmp((str(tmp_path / "first"),))
+    before = len(os.listdir("/proc/self/fd"))
+    made = {confine.workspace_tmp((str(tmp_path / f"ws{n}"),)) for n in range(20)}
+    assert len(made) == 20 and None not in made
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert {Path(str(p)).parent for p in made} == {Path(tmpdirs.run_dir())}
