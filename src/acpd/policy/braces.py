@@ -1,15 +1,24 @@
 """Bash brace expansion (`{a,b}`, `{1..5}`, `{a..e}`) over the unquoted parts of a word,
-bounded so that a hostile word cannot make it explode."""
+bounded so that a hostile word cannot make it explode.
+
+The judge looks at the first MAX_BRACE_WORDS words only, but bash builds every one of them
+before the command starts (about 280 bytes each: `echo {1..2000000000}` or thirty `{a,b}` in a
+row take hundreds of GB). So each word's full count is computed without building it (one pass)
+and added to the decision's tally (budget.note_words); the engine asks past MAX_WORDS.
+"""
 
 from __future__ import annotations
 
 import re
 
-from acpd.policy.budget import TooComplex, check
+from acpd.policy.budget import TooComplex, check, note_words
 
 MAX_BRACE_WORDS = 64
 MAX_BRACE_DEPTH = 8
 MAX_BRACE_CHARS = 1024
+MAX_WORDS = 100_000
+"""More words than this from brace expansion in one command asks (bash holds them all in
+memory before the command runs: 100,000 words take about 30 MB; a million, 280 MB)."""
 
 
 def brace_expand(pieces: list[tuple[str, bool]]) -> list[str]:
@@ -20,6 +29,7 @@ def brace_expand(pieces: list[tuple[str, bool]]) -> list[str]:
     if sum(len(text) for text, _ in pieces) > MAX_BRACE_CHARS:  # before building the list
         raise TooComplex("a word with braces is too long to expand")
     chars: list[tuple[str, bool]] = [(c, q) for text, q in pieces for c in text]
+    note_words(word_count(chars))
     out = _brace(chars, 0)
     if len(out) > MAX_BRACE_WORDS:
         return out[:MAX_BRACE_WORDS]
@@ -58,7 +68,10 @@ def _brace(chars: list[tuple[str, bool]], depth: int) -> list[str]:
         else:
             if end - start > 64:
                 continue
-            seq = _sequence("".join(c for c, _ in chars[start + 1 : end]))
+            inner = chars[start + 1 : end]
+            if any(quoted for _, quoted in inner):
+                continue  # `{1'..'3}` is a literal word to bash, not a sequence
+            seq = _sequence("".join(c for c, _ in inner))
             if seq is None:
                 continue
             options = [[(c, True) for c in item] for item in seq]
@@ -69,6 +82,70 @@ def _brace(chars: list[tuple[str, bool]], depth: int) -> list[str]:
                 break
         return words
     return ["".join(c for c, _ in chars)]
+
+
+WORDS_CAP = 10**15
+"""Counts are clamped here: past it the exact figure does not matter."""
+
+
+def word_count(chars: list[tuple[str, bool]]) -> int:
+    """How many words bash's brace expansion makes of this field, in one pass. Each open
+    brace keeps (start, commas seen, sum of finished alternatives, product of the current
+    one, product of all its inner braces): a closing brace is worth the sum of its
+    alternatives, a sequence's length, or (no comma: literal braces) the product of what is
+    inside; that value multiplies the enclosing alternative. An unclosed brace is literal.
+    As bash does, an outermost brace is not closed by a `}` before any comma (`{x}1,}` is
+    two words). Checked against bash in tests/policy/test_braces.py."""
+    stack: list[list[int]] = []  # [start, commas, finished, current, inner, dots]
+    top = 1
+    for j, (c, q) in enumerate(chars):
+        if q:
+            continue
+        if c == "{":
+            stack.append([j, 0, 0, 1, 1, 0])
+        elif c == "." and len(stack) == 1 and chars[j + 1 : j + 2] == [(".", False)] and \
+                chars[j + 2 : j + 3] != [("}", False)]:
+            stack[-1][5] = 1  # a `..` not before `}` lets a `}` close, as a comma does
+        elif c == "," and stack:
+            node = stack[-1]
+            node[1] += 1
+            node[2] = min(node[2] + node[3], WORDS_CAP)
+            node[3] = 1
+        elif c == "}" and stack:
+            start, commas, finished, current, _, dots = stack[-1]
+            inner = chars[start + 1 : j]
+            seq = None if commas or any(quoted for _, quoted in inner) else \
+                _sequence_length("".join(ch for ch, _ in inner))
+            if not commas and not dots and seq is None and len(stack) == 1:
+                continue  # bash reads on: this `}` is literal, a later one may close
+            stack.pop()
+            value = finished + current if commas else current if seq is None else seq
+            value = min(value, WORDS_CAP)
+            if stack:
+                stack[-1][3] = min(stack[-1][3] * value, WORDS_CAP)
+                stack[-1][4] = min(stack[-1][4] * value, WORDS_CAP)
+            else:
+                top = min(top * value, WORDS_CAP)
+    for _, _, _, _, product, _ in reversed(stack):  # unclosed: literal; inner braces expand
+        top = min(top * product, WORDS_CAP)
+    return top
+
+
+_NUMBERS = re.compile(r"(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?")
+_LETTERS = re.compile(r"([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?\d+))?")
+
+
+def _sequence_length(inner: str) -> int | None:
+    """How many words `{inner}` makes as a sequence expression, or None when it is not one."""
+    m = _NUMBERS.fullmatch(inner) or _LETTERS.fullmatch(inner)
+    if m is None:
+        return None
+    if m.re is _NUMBERS:
+        a, b = int(m.group(1)), int(m.group(2))
+    else:
+        a, b = ord(m.group(1)), ord(m.group(2))
+    step = abs(int(m.group(3) or 1)) or 1
+    return abs(b - a) // step + 1
 
 
 def _sequence(inner: str) -> list[str] | None:

@@ -69,7 +69,7 @@ def _gc_clock(phase: str, _info: dict[str, Any]) -> None:
 class _Budget:
     """One decision's budget (a plain slotted class: made once per decision, on the hot path)."""
 
-    __slots__ = ("allowed", "cpu_start", "gc_spent", "gc_started", "next_look")
+    __slots__ = ("allowed", "cpu_start", "gc_spent", "gc_started", "next_look", "words")
 
     def __init__(self, cpu_start: float, allowed: float, next_look: float) -> None:
         self.cpu_start = cpu_start
@@ -79,6 +79,8 @@ class _Budget:
         """No check before this wall-clock time can find the budget spent."""
         self.gc_spent = 0.0
         self.gc_started = 0.0
+        self.words = 0
+        """Words brace expansion makes in the command (see braces.py): its memory."""
 
 
 def start(budget_ms: float) -> _Budget | None:
@@ -139,6 +141,19 @@ def _spent(current: _Budget, now: float) -> bool:
     # Not spent yet (the thread waited, or the collector ran): look again when it could be.
     current.next_look = now + (current.allowed - used)
     return False
+
+
+def note_words(count: int) -> None:
+    """Add the words one field's brace expansion makes to this decision's tally."""
+    current: _Budget | None = _local.budget
+    if current is not None and count > 1:
+        current.words += count
+
+
+def words_made() -> int:
+    """The decision's tally so far (0 without a decision)."""
+    current: _Budget | None = _local.budget
+    return current.words if current is not None else 0
 
 
 def active() -> bool:

@@ -15,6 +15,7 @@ from acpd.policy import budget as budget_mod
 from acpd.policy import contexts
 from acpd.policy import parse as parse_mod
 from acpd.policy.blocklist import word_findings
+from acpd.policy.braces import MAX_WORDS
 from acpd.policy.cdphysical import cd_destination, cd_operands
 from acpd.policy.commands import CommandJudge
 from acpd.policy.decision import Decision, Findings, Verdict
@@ -168,6 +169,7 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         level: Trust = trust or self.settings.trust
         ctx = Ctx(cwd, roots or (cwd,), home, level, self._path_rules, out, only_rule=only,
                   sandboxed=sandboxed, line=command)
+        words_before = budget_mod.words_made()
         try:
             if not check_text(command, self.settings.max_command_bytes, out):
                 return out
@@ -185,6 +187,10 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             out.add("ask", "input.too-complex", f"the command is too complex to judge ({exc})")
         except OSError as exc:  # a file-system fact the judge could not read: a verdict
             _fs_error(out, exc)
+        made = budget_mod.words_made() - words_before
+        if made > MAX_WORDS:  # even sandboxed: the sandbox does not bound memory
+            out.add("ask", "input.expansion", f"brace expansion makes {made:,} words (over "
+                    f"{MAX_WORDS:,}), which bash builds in memory before the command runs")
         if only is None and self._deny_globs:
             text = command.lower()
             for regex, rule in self._deny_globs:

@@ -1,0 +1,88 @@
+"""Brace expansion bombs: bash builds every word of `{1..2000000000}` or thirty `{a,b}` in a
+row before the command starts (hundreds of GB), though the judge looks at 64 of them. The
+count is computed without building the words, checked here against real bash, and a command
+past MAX_WORDS asks, sandboxed or not (the sandbox does not bound memory)."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+
+import pytest
+
+from acpd.policy.braces import MAX_WORDS, word_count
+from acpd.policy.engine import CompiledPolicy
+
+ALPHABET = ["a", "b", ",", "{", "}", "..", "1", "3", "-", "x"]
+
+
+def bash_text(chars: list[tuple[str, bool]]) -> str:
+    return "".join(f"'{c}'" if quoted else c for c, quoted in chars)
+
+
+def random_words(seed: int, n: int) -> list[list[tuple[str, bool]]]:
+    rng = random.Random(seed)
+    words: list[list[tuple[str, bool]]] = []
+    for _ in range(n):
+        chars = [("p", False)]  # a prefix: bash drops empty words, which the count keeps
+        for _ in range(rng.randint(1, 16)):
+            piece = rng.choice(ALPHABET)
+            quoted = rng.random() < 0.1
+            chars.extend((c, quoted) for c in piece)
+        words.append(chars)
+    return words
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_count_is_what_bash_makes(seed: int) -> None:
+    words = random_words(seed, 1500)
+    script = "\n".join(f"set -- {bash_text(w)}; echo $#" for w in words)
+    made = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                          check=True).stdout.split()
+    assert len(made) == len(words)
+    wrong = [(bash_text(w), int(m), word_count(w)) for w, m in zip(words, made, strict=True)
+             if int(m) != word_count(w)]
+    assert wrong == []
+
+
+@pytest.mark.parametrize(("text", "count"), [
+    ("{a,b}" * 30, 2**30), ("{1..2000000000}", 2_000_000_000), ("{a..z}" * 4, 26**4),
+    ("{0..100..10}", 11), ("{z..a..-5}", 6), ("x{a,{b,c}{1..3}}", 7), ("{" * 500 + "a", 1),
+    ("{a,b}" * 200, 10**15),  # clamped
+])
+def test_counts_without_building(text: str, count: int) -> None:
+    assert word_count([(c, False) for c in text]) == count
+
+
+def verdicts(policy: CompiledPolicy, workspace: str, cmd: str) -> set[str]:
+    return {policy.judge(cmd, cwd=workspace, trust="trusted", sandboxed=s).verdict
+            for s in (False, True)}
+
+
+@pytest.mark.parametrize("cmd", [
+    "echo " + "{a,b}" * 30, "echo {1..2000000000}", "touch f{1..99999} g{1..99999}",
+    "printf '%s\\n' {a..z}{a..z}{a..z}{a..z}", "sh -c 'echo {1..9999999}'",
+    "for i in {1..100000000}; do :; done", "echo {1..60000}; echo {1..60000}",
+    "x=({1..999999999})",
+])
+def test_a_command_that_expands_past_the_limit_asks(default: CompiledPolicy, workspace: str,
+                                                   cmd: str) -> None:
+    decision = default.judge(cmd, cwd=workspace, trust="trusted", sandboxed=True)
+    assert decision.verdict in ("ask", "deny"), cmd
+    assert verdicts(default, workspace, cmd) <= {"ask", "deny"}
+
+
+@pytest.mark.parametrize("cmd", [
+    "mkdir -p build/{debug,release}/{bin,lib}", "touch file{0001..9999}",
+    f"echo {{1..{MAX_WORDS}}}", "echo '{1..999999999}'", "echo \\{1..999999999\\}",
+])
+def test_ordinary_brace_expansion_stays_allowed(default: CompiledPolicy, workspace: str,
+                                                cmd: str) -> None:
+    assert verdicts(default, workspace, cmd) == {"allow"}, cmd
+
+
+def test_a_later_deny_is_still_found(default: CompiledPolicy, workspace: str) -> None:
+    decision = default.judge("echo {1..999999999}; git push --force origin main",
+                             cwd=workspace, trust="trusted")
+    rules = {f.rule_id for f in decision.findings} if hasattr(decision, "findings") else set()
+    assert decision.verdict == "deny" or "git" in " ".join(decision.reasons), rules
