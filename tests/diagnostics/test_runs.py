@@ -99,7 +99,9 @@ def test_the_shell_policy_judges_the_checkers(tmp_path: Path) -> None:
     assert denied.returncode == 1
     assert "category: PolicyBlocked" in denied.stderr
     assert "the shell policy denies it" in denied.stderr and "mypy" in denied.stderr
-    asked = run(tmp_path, config(tmp_path, ""), {}, project)  # no rule allows ruff or mypy
+    ask = ('[[rules]]\nid = "test.askcheckers"\nverdict = "ask"\n'
+           'commands = ["ruff", "mypy"]\nmatch = ["mypy ."]\n')
+    asked = run(tmp_path, config(tmp_path, ask), {}, project)
     assert asked.returncode == 1 and "ConfirmationRequired" in asked.stderr
     assert not (project / ".mypy_cache").exists()
     hidden = run(tmp_path, config(tmp_path), {}, project, mode="read-only")

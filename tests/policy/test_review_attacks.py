@@ -78,3 +78,23 @@ def test_linters_run_without_a_prompt_only_where_workspace_code_may(
     assert verdict(default, ws, cmd) == "ask", cmd
     assert default.judge(cmd, cwd=str(ws), roots=(str(ws),), trust="untrusted").verdict != "allow"
     assert verdict(default, ws, cmd + " > /etc/x", sandboxed=True) == "deny", cmd
+
+
+@pytest.mark.parametrize("cmd", [
+    "python3 -I -c 'import os'", "python3 -Ic 'import os'", "python3 -I -E -c x",
+    "python3 -Is -m http.server", "python -I -c x", "pypy3 -I -c x", "python3 -IW error -c x",
+])
+def test_inline_code_behind_an_interpreter_flag_still_asks(
+        default: CompiledPolicy, ws: Path, cmd: str) -> None:
+    """python's -I (isolated mode) is a flag; read with ruby's and perl's `-I DIR` it
+    swallowed the `-c`, and the code ran as a "workspace script": allowed in a trusted
+    workspace without a sandbox. Each interpreter family has its own option table."""
+    decision = default.judge(cmd, cwd=str(ws), roots=(str(ws),), trust="trusted")
+    assert decision.verdict != "allow", cmd
+
+
+def test_interpreter_flags_keep_workspace_scripts_allowed(
+        default: CompiledPolicy, ws: Path) -> None:
+    for cmd in ("python3 -I run.py", "python3 -u -X dev run.py", "python3 -B run.py"):
+        decision = default.judge(cmd, cwd=str(ws), roots=(str(ws),), trust="trusted")
+        assert decision.verdict == "allow", (cmd, decision.reasons)

@@ -188,10 +188,19 @@ SPECS["xxd"] = PathSpec(reads="first", writes="second", value_options=_fs("-c", 
                         "-s", "-o", "-n"))
 SPECS["split"] = PathSpec(reads="first", writes="second", value_options=_fs("-l", "-b", "-n",
                           "-a", "-C", "-t", "--additional-suffix"))
-for _name in ("python", "python3", "python2", "pypy", "pypy3", "node", "deno", "bun", "ruby",
-              "perl", "php", "lua", "Rscript", "tsx", "ts-node"):
-    SPECS[_name] = PathSpec(reads="first", value_options=_fs("-m", "-W", "-X", "-c", "-e", "-r",
-                            "-I", "-r", "--require", "--import", "--loader"))
+# Each family with its own value options: a flag read as taking a value hides what follows
+# it (python's -I is isolated mode, a flag; read as ruby's `-I DIR` it swallowed the `-c` of
+# `python3 -I -c CODE`, which then ran as a "workspace script" in a trusted workspace).
+for _name in ("python", "python3", "python2", "pypy", "pypy3"):
+    SPECS[_name] = PathSpec(reads="first", value_options=_fs(
+        "-m", "-W", "-X", "-c", "-Q", "--check-hash-based-pycs"))
+for _name in ("node", "deno", "bun", "tsx", "ts-node"):  # node's -c is --check, a flag
+    SPECS[_name] = PathSpec(reads="first", value_options=_fs(
+        "-e", "-p", "-r", "--eval", "--print", "--require", "--import", "--loader",
+        "--experimental-loader", "-C", "--conditions", "--env-file", "--input-type"))
+for _name in ("ruby", "perl", "php", "lua", "Rscript"):
+    SPECS[_name] = PathSpec(reads="first", value_options=_fs("-m", "-W", "-X", "-c", "-e",
+                            "-r", "-I", "--require", "--import", "--loader"))
 SPECS["git"] = PathSpec(value_options=_fs("-C", "-c", "--git-dir", "--work-tree",
                         "--namespace", "--exec-path", "--config-env", "--super-prefix"),
                         read_options=_fs("-C", "--git-dir", "--work-tree"))
