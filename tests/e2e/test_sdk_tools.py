@@ -4,7 +4,6 @@ permissions, cancellation with real process trees."""
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +58,11 @@ async def test_bash_runs_in_the_client_terminal_and_is_released_after_the_final_
         assert call["kind"] == "execute" and call["title"] == f"{command} (in {workspace})"
         assert call["status"] == "pending"
         (create,) = client.calls("terminal/create")
-        # The editor runs acpd's sandbox launcher (sh execs bubblewrap) around `bash -c`.
-        assert os.path.basename(create["command"]) == "sh"
-        assert create["args"][0] == "-c" and create["args"][2] == "acpd-sandbox"
-        assert create["args"][-4:-1] == ["--", "bash", "-c"]
-        assert envscrub.original(create["args"][-1]) == command
+        # The editor runs acpd's environment scrub, which execs the sandbox launcher (sh
+        # execs bubblewrap) around `bash -c`.
+        assert create["command"] == "bash" and create["args"][2] == envscrub.NAME
+        assert create["args"][3:5] == ["sh", "-c"] and create["args"][6] == "acpd-sandbox"
+        assert create["args"][-4:] == ["--", "bash", "-c", command]
         assert create["cwd"] == str(workspace)
         assert create["env"]["PAGER"] == "cat" and create["env"]["GIT_TERMINAL_PROMPT"] == "0"
         assert isinstance(create["outputByteLimit"], int) and create["outputByteLimit"] > 0

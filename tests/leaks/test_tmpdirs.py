@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -88,8 +89,32 @@ def test_one_descriptor_per_daemon_whatever_the_number_of_workspaces(tmp_path: P
     from acpd.daemon import confine
 
     confine.workspace_tmp((str(tmp_path / "first"),))
+    for thread in threading.enumerate():  # the first run directory's sweep opens files
+        if thread.name == "acpd-tmp-sweep":
+            thread.join(30)
     before = len(os.listdir("/proc/self/fd"))
     made = {confine.workspace_tmp((str(tmp_path / f"ws{n}"),)) for n in range(20)}
     assert len(made) == 20 and None not in made
     assert len(os.listdir("/proc/self/fd")) == before
     assert {Path(str(p)).parent for p in made} == {Path(tmpdirs.run_dir())}
+
+
+def test_a_tree_deeper_than_python_recurses_is_still_swept(tmp_path: Path) -> None:
+    """A sandboxed command can build it in its private /tmp; Python 3.11's rmtree raised
+    RecursionError there, after removing the `.lock`: the directory stayed for good and
+    the sweep stopped at it."""
+    killed, dead_run, dead_private = start(tmp_path, tmp_path / "ws")
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    fd = os.open(dead_private, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(1200):  # relative steps: the whole path is past what one call may name
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)
+    (tmp_path / "acpd-run-zz").mkdir()  # sorted after it: the sweep must go on
+    (tmp_path / "acpd-run-zz" / tmpdirs.LOCK).write_text("")
+    assert sorted(tmpdirs.sweep(parent=str(tmp_path))) == sorted(
+        [str(dead_run), str(tmp_path / "acpd-run-zz")])
+    assert not dead_run.exists()

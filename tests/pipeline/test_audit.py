@@ -169,3 +169,53 @@ def test_text_that_is_not_utf8_is_written_not_raised(tmp_path: Path) -> None:
     (record,) = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text().splitlines()]
     assert record["path"] == "dir\\xff/f"
     assert record["other"] == "x\ufffdy" and record["keys"] == {"\\xfe": 1}
+
+
+def _all_records(path: Path) -> list[dict[str, object] | None]:
+    """Oldest first: audit.jsonl.N ... .1, then audit.jsonl."""
+    rotated = sorted(path.parent.glob(path.name + ".*"),
+                     key=lambda p: int(p.suffix[1:]) if p.suffix[1:].isdigit() else -1,
+                     reverse=True)
+    return [r for p in [*rotated, path] if p.suffix != ".lock" for r in read_records(p)]
+
+
+def test_a_log_past_max_bytes_is_rotated_and_the_oldest_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(path, max_bytes=2000, keep=3)
+    for n in range(400):
+        log.write({"n": n, "pad": "x" * 40})
+    log.close()
+    names = sorted(p.name for p in tmp_path.iterdir() if p.name != "audit.lock")
+    assert names == ["audit.jsonl", "audit.jsonl.1", "audit.jsonl.2", "audit.jsonl.3"]
+    assert all(p.stat().st_size <= 2000 + 100 for p in tmp_path.glob("audit.jsonl*"))
+    numbers = [r and r["n"] for r in _all_records(path)]
+    assert numbers == list(range(numbers[0], 400))  # the newest, in order, none missing
+    assert stat.S_IMODE((tmp_path / "audit.jsonl.1").stat().st_mode) == 0o600
+    unbounded = AuditLog(tmp_path / "never.jsonl", max_bytes=0)
+    for n in range(400):
+        unbounded.write({"n": n, "pad": "x" * 40})
+    unbounded.close()
+    assert not list(tmp_path.glob("never.jsonl.*"))
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from acpd.tools.audit import AuditLog
+    log = AuditLog(Path(sys.argv[1]), max_bytes=4096, keep=10_000)
+    for n in range(int(sys.argv[3])):
+        log.write({"w": sys.argv[2], "n": n, "pad": "y" * 30})
+""")
+
+
+def test_writers_in_several_processes_lose_no_line_across_rotations(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(w), "400"],
+                                env=env) for w in range(4)]
+    assert [p.wait(timeout=120) for p in writers] == [0, 0, 0, 0]
+    records = _all_records(path)
+    assert None not in records  # no torn line
+    seen = sorted((str(r["w"]), int(str(r["n"]))) for r in records if r is not None)
+    assert seen == sorted((str(w), n) for w in range(4) for n in range(400))
+    assert len(list(tmp_path.glob("audit.jsonl.*"))) > 10  # it did rotate, many times

@@ -10,8 +10,9 @@ import subprocess
 
 import pytest
 
-from acpd.policy.braces import MAX_WORDS, word_count
+from acpd.policy.braces import brace_expand, word_count
 from acpd.policy.engine import CompiledPolicy
+from acpd.policy.expansion import MAX_WORDS
 
 ALPHABET = ["a", "b", ",", "{", "}", "..", "1", "3", "-", "x"]
 
@@ -86,3 +87,44 @@ def test_a_later_deny_is_still_found(default: CompiledPolicy, workspace: str) ->
                              cwd=workspace, trust="trusted")
     rules = {f.rule_id for f in decision.findings} if hasattr(decision, "findings") else set()
     assert decision.verdict == "deny" or "git" in " ".join(decision.reasons), rules
+
+
+SEQUENCES = ["{t..t..1}", "{+1..3}", "{1..+3}", "{1..5..+2}", "{01..3}", "{-01..2}", "{1..03}",
+             "{a..e..2}", "{a..e..0}", "{1..5..0}", "{a..e..-2}", "{a..9}", "{1..a}", "{0x1..3}",
+             "{1..3..}", "{--1..2}", "{+-1..2}", "{1..10..3}", "{3..1}", "{-3..-1}",
+             "{007..010}", "{a..c..+1}", "{00..2}", "{-1..02}", "{+01..3}", "{-0..3}",
+             "x{1..3}y{a..b}", ".gi{t..t..1}/config", ".en{v..v..1}", "{a..c..+1}x"]
+
+
+@pytest.mark.parametrize("word", SEQUENCES)
+def test_the_judge_reads_a_sequence_as_bash_does(word: str) -> None:
+    """`{t..t..1}` is `t` to bash: the judge once read `.gi{t..t..1}/config` literally (a
+    letter sequence with a step, a `+` sign, zero padding: each read its own way)."""
+    made = subprocess.run(["bash", "-c", f"printf '%s\\n' {word}"], capture_output=True,
+                          text=True, check=True).stdout.splitlines()
+    assert brace_expand([(word, False)]) == made
+    assert word_count([(c, False) for c in word]) == len(made)
+
+
+@pytest.mark.parametrize("cmd", [
+    "printf x >> .gi{t..t..1}/config", "cat .en{v..v..1}", "cat .e{n..n}v",
+    "echo {+1..2000000000}", "echo {1..+2000000000}", "echo {1..2000000000..+1}",
+])
+def test_sequences_spelled_otherwise_are_judged(default: CompiledPolicy, workspace: str,
+                                                cmd: str) -> None:
+    assert verdicts(default, workspace, cmd) <= {"ask", "deny"}, cmd
+
+
+def test_each_word_counts_once_however_often_it_is_judged(default: CompiledPolicy,
+                                                           workspace: str) -> None:
+    """The judge expands a `for` list's words several times (the loop variable, the body);
+    the count is taken once per word as written."""
+    for cmd in ("for i in {1..40000}; do :; done", "declare -a x=({1..60000})",
+                "x=({1..60000}); echo ok", "select i in {1..90000}; do :; done"):
+        for sandboxed in (False, True):
+            reasons = " ".join(default.judge(cmd, cwd=workspace, trust="trusted",
+                                             sandboxed=sandboxed).reasons)
+            assert "brace expansion makes" not in reasons, (cmd, reasons)
+    reasons = " ".join(default.judge("for i in {1..60000} {1..60000}; do :; done",
+                                     cwd=workspace, trust="trusted").reasons)
+    assert "brace expansion makes 120,000 words" in reasons

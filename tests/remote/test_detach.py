@@ -127,6 +127,35 @@ async def test_resume_replays_what_the_window_missed(shared: Place) -> None:
         assert await two.run.prompt(session_id, "again") == "end_turn"
 
 
+async def test_a_window_leaving_before_its_prompt_is_handled_has_still_seen_it(
+    shared: Place,
+) -> None:
+    """The turn starts (its state is "running"), then waits for an MCP server that takes
+    seconds to start; the window leaves meanwhile. Its own prompt was stored once the turn
+    ran, so a window resuming the session is not shown it again as missed."""
+    shared.script = write_script(shared.root / "s.json", [{"text": "Answered late."}])
+    slow = {"name": "slow", "command": "bash", "args": ["-c", "sleep 3"], "env": []}
+    async with window(shared, tee=False) as one:
+        await one.run.initialize(caps(fs=False, terminal=False))
+        session_id = (await one.run.raw("session/new", {
+            "cwd": str(shared.workspace), "mcpServers": [slow]}))["sessionId"]
+        prompt = asyncio.create_task(one.run.prompt(session_id, "the prompt"))
+        await wait_until(lambda: session_state(shared, session_id) == "running",
+                         what="the turn to run")
+        await close_window(one)
+        prompt.cancel()
+        with contextlib.suppress(BaseException):
+            await prompt
+    await wait_until(lambda: session_state(shared, session_id) is None, what="the turn's end")
+    second = RecordingClient()
+    async with window(shared, client=second) as two:
+        await two.run.initialize(caps(fs=False, terminal=False))
+        await two.run.raw("session/resume", {"cwd": str(shared.workspace),
+                                             "sessionId": session_id, "mcpServers": []})
+        await second.wait_for(lambda: "Answered late." in second.texts(), 15)
+        assert second.texts("user_message_chunk") == ""
+
+
 async def test_a_detach_grace_cancels_the_turn_when_no_window_comes_back(
     shared: Place,
 ) -> None:

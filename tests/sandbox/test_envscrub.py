@@ -1,91 +1,102 @@
-"""The editor-terminal prologue that keeps blocked environment names from a command, run by
-real bash with an environment made here (what an editor started from a login shell holding
-secrets would pass)."""
+"""The script in front of the editor-terminal launcher that keeps blocked environment names
+from every process after it, run by real bash with an environment made here (what an editor
+started from a login shell holding secrets would pass), and through the real sandbox, whose
+init (PID 1 there) a command can read the environment of."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 
 from acpd.daemon.config import DEFAULT_ENV_BLOCKLIST
-from acpd.daemon.envscrub import original, wrap
+from acpd.daemon.confine import confine, editor_launch
+from acpd.daemon.envscrub import scrubbed
+from tests.sandbox.test_persist import request
 
 EDITOR_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "HOME": "/nonexistent",
+    "LANG": "C.UTF-8",
     "OPENAI_API_KEY": "CANARY-1",
     "github_token": "CANARY-2",  # lower case: the blocklist matches case-insensitively
     "A-B_SECRET": "CANARY-3",  # not a shell identifier: bash cannot unset it
-    "MY_PASSWORD_FILE": "CANARY-4",
+    "\u0131_TOKEN": "CANARY-4",  # dotless i: a letter to bash in a UTF-8 locale
+    "BASH_FUNC_get_token%%": "() { echo CANARY-5; }",  # an exported function
+    "MY_PASSWORD_FILE": "CANARY-6",
     "PLAIN": "visible",
 }
 
 
-def run(script: str, env: dict[str, str] | None = None, *args: str
+def run(argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
         ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-c", script, "bash", *args], env=env or EDITOR_ENV,
-                          capture_output=True, text=True, timeout=30)
+    return subprocess.run(argv, env=env or EDITOR_ENV, capture_output=True, text=True,
+                          timeout=60, cwd=cwd)
 
 
-def scrubbed(command: str, **kw: object) -> subprocess.CompletedProcess[str]:
-    return run(wrap(command, DEFAULT_ENV_BLOCKLIST, **kw))  # type: ignore[arg-type]
+def scrubbed_bash(command: str, keep: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    return run(scrubbed(["bash", "-c", command], DEFAULT_ENV_BLOCKLIST, keep))
 
 
 @pytest.mark.parametrize("probe", [
-    "env", "cat /proc/self/environ | tr '\\0' '\\n'", "declare -p", "python3 -c "
-    "'import os; print(os.environ)'", 'echo "$OPENAI_API_KEY $github_token"',
-    "bash -c env", "sh -c env", "compgen -e",
+    "env", "cat /proc/self/environ | tr '\\0' '\\n'", "declare -p; declare -F",
+    "python3 -c 'import os; print(os.environ)'", 'echo "$OPENAI_API_KEY $github_token"',
+    "bash -c env", "sh -c env", "get_token", "tr '\\0' '\\n' < /proc/$$/environ",
 ])
 def test_no_blocked_name_reaches_the_command_or_its_children(probe: str) -> None:
-    result = scrubbed(probe)
-    assert result.returncode == 0, result.stderr
-    assert "CANARY" not in result.stdout + result.stderr
+    result = scrubbed_bash(probe)
+    assert "CANARY" not in result.stdout + result.stderr, probe
+    assert "PLAIN=visible" in run(scrubbed(["env"], DEFAULT_ENV_BLOCKLIST)).stdout
 
 
-def test_other_names_and_the_runners_own_stay() -> None:
-    result = scrubbed("echo $PLAIN; echo $MY_PASSWORD_FILE; env | grep -c ^PATH=",
-                      keep=["MY_PASSWORD_FILE"])
-    assert result.stdout.split() == ["visible", "CANARY-4", "1"], result.stderr
-
-
-def test_the_command_runs_unchanged() -> None:
-    command = ("set -- a 'b c'; printf '<%s>' \"$@\" \"it's\"; echo; cat <<'EOF'\n$HOME `x`\n"
-               "EOF\nf() { return 4; }; f; echo rc=$?; [[ abc == ABC ]] || echo case-kept; "
-               "shopt extglob nocasematch")
-    result = scrubbed(command)
-    assert result.stdout.splitlines() == [
-        "<a><b c><it's>", "$HOME `x`", "rc=4", "case-kept", "extglob        \toff",
-        "nocasematch    \toff"], result.stderr
-    assert scrubbed("compgen -v | grep -c __acpd").stdout == "0\n"  # its own are gone too
-
-
-@pytest.mark.parametrize(("command", "status"), [
-    ("exit 7", 7), ("false", 1), ("kill -TERM $$", -15), ("if then", 2),
-    ("nosuchprogram-xyz", 127), ("(exit 300)", 44)])
-def test_the_exit_status_is_the_commands(command: str, status: int) -> None:
-    assert scrubbed(command).returncode == run(command).returncode == status
-
-
-def test_a_syntax_error_is_reported_as_bash_would() -> None:
-    result = scrubbed("echo before; if then")
-    assert "syntax error" in result.stderr and "before" not in result.stdout
-
-
-def test_nothing_blocked_leaves_the_command_as_it_is() -> None:
-    assert wrap("echo hi", []) == "echo hi"
+def test_the_names_the_runner_sets_stay() -> None:
+    result = scrubbed_bash("echo $PLAIN $MY_PASSWORD_FILE", keep=("MY_PASSWORD_FILE",))
+    assert result.stdout.split() == ["visible", "CANARY-6"], result.stderr
 
 
 @pytest.mark.parametrize("command", [
-    "echo hi", "a'b", "'''", "x\neval -- 'y'", "", "printf '%s' \"$(cat <<'E'\nq'\nE\n)\"",
-    "echo \\'", "\n"])
-def test_the_command_shown_is_the_one_run(command: str) -> None:
-    assert original(wrap(command, DEFAULT_ENV_BLOCKLIST)) == command
-    assert original(command) == command
+    "exit 7", "false", "kill -TERM $$", "if then", "nosuchprogram-xyz", "(exit 300)",
+    "printf '<%s>' \"$0\" \"$@\"", "echo \"it's\" `echo x` $((1+2))",
+])
+def test_the_command_runs_as_it_would_without_the_scrub(command: str) -> None:
+    plain = run(["bash", "-c", command])
+    result = scrubbed_bash(command)
+    assert (result.returncode, result.stdout) == (plain.returncode, plain.stdout)
 
 
-def test_glob_patterns_mean_what_fnmatch_says(tmp_path: Path) -> None:
+def test_nothing_blocked_leaves_the_argv_as_it_is() -> None:
+    assert scrubbed(["bash", "-c", "echo hi"], []) == ["bash", "-c", "echo hi"]
+
+
+def test_glob_patterns_mean_what_fnmatch_says() -> None:
     env = {"PATH": EDITOR_ENV["PATH"], "AWS_X": "1", "AWSX": "2", "GCP_1": "3", "GCP_A": "4"}
-    script = wrap("env | sort | cut -d= -f1 | tr '\\n' ' '", ["AWS_?", "gcp_[0-9]"])
-    assert run(script, env).stdout.split() == ["AWSX", "GCP_A", "PATH", "PWD", "SHLVL", "_"]
+    argv = scrubbed(["bash", "-c", "env | sort | cut -d= -f1 | tr '\\n' ' '"],
+                    ["AWS_?", "gcp_[0-9]"])
+    assert run(argv, env).stdout.split() == ["AWSX", "GCP_A", "PATH", "PWD", "SHLVL", "_"]
+
+
+def test_inside_the_sandbox_no_process_holds_a_blocked_name(tmp_path: Path) -> None:
+    """bubblewrap's init is PID 1 in the sandbox; a command can read its environment (and
+    its parent's). The names must be gone before bubblewrap starts."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    command = ("for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ; done 2>/dev/null;"
+               " echo PIDS $(ls -d /proc/[0-9]* | wc -l)")
+
+    async def launch() -> tuple[list[str], object]:
+        confined = await confine(request(ws, command), None)
+        assert confined.status.kind == "bwrap"
+        started = editor_launch(confined, command, DEFAULT_ENV_BLOCKLIST)
+        return [started.command, *started.args], started
+
+    argv, started = anyio.run(launch)
+    try:
+        result = run(argv, {**EDITOR_ENV, "PATH": os.environ["PATH"]}, cwd=ws)
+    finally:
+        started.cleanup()  # type: ignore[attr-defined]
+    assert "PIDS" in result.stdout, result.stderr
+    assert "PLAIN=visible" in result.stdout  # it did read the environments
+    assert "CANARY" not in result.stdout + result.stderr

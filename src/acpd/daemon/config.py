@@ -234,6 +234,10 @@ class AuditConfig(Section):
     enabled: bool = True
     fsync: bool = False
     """fdatasync every line: survives a machine crash, costs a disk flush per call."""
+    max_bytes: int = Field(64 << 20, ge=0)
+    """Past this size audit.jsonl is renamed audit.jsonl.1 and a new one starts; 0: never."""
+    keep: int = Field(5, ge=1, le=1000)
+    """Rotated files kept (audit.jsonl.1 ... .KEEP); the oldest is removed."""
 
 
 class FilterSecurityConfig(Section):

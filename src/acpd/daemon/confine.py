@@ -243,20 +243,22 @@ class EditorLaunch:
 def editor_launch(confined: Confined, command: str, env_blocklist: Sequence[str] = (),
                   keep: Iterable[str] = ()) -> EditorLaunch:
     """`terminal/create`'s command, args and extra env for one confined command, which runs
-    without the editor's environment names that `env_blocklist` matches (envscrub.py;
-    `keep`: the names the runner sets itself)."""
-    bash = "bash"  # the editor's, as the command's own `bash -c` is
-    script = envscrub.wrap(command, env_blocklist, keep)
+    without the editor's environment names that `env_blocklist` matches (envscrub.py:
+    removed before bubblewrap starts; `keep`: the names the runner sets itself)."""
     conf, binary = confined.conf, confined.status.binary
-    if conf is None or confined.status.kind != "bwrap" or binary is None:
-        return EditorLaunch(bash, ["-c", script], {}, None)
-    base = os.path.join(_profile_dir(), uuid.uuid4().hex)
-    _write_args(base + ".head", head_args(conf))
-    _write_args(base + ".tail", tail_args(conf))
-    small = len(conf.pinned) <= SH_PINS
-    args = ["-c", SH_LAUNCHER if small else LAUNCHER, "acpd-sandbox", binary, base + ".head",
-            base + ".tail", *conf.pinned, "--", "bash", "-c", script]
-    return EditorLaunch("sh" if small else bash, args, {}, base)
+    base = None
+    # `bash` is the editor's, as the command's own `bash -c` is.
+    argv = ["bash", "-c", command]
+    if conf is not None and confined.status.kind == "bwrap" and binary is not None:
+        base = os.path.join(_profile_dir(), uuid.uuid4().hex)
+        _write_args(base + ".head", head_args(conf))
+        _write_args(base + ".tail", tail_args(conf))
+        small = len(conf.pinned) <= SH_PINS
+        argv = ["sh" if small else "bash", "-c", SH_LAUNCHER if small else LAUNCHER,
+                "acpd-sandbox", binary, base + ".head", base + ".tail", *conf.pinned, "--",
+                *argv]
+    argv = envscrub.scrubbed(argv, env_blocklist, keep)
+    return EditorLaunch(argv[0], argv[1:], {}, base)
 
 
 def _write_args(path: str, args: list[str]) -> None:

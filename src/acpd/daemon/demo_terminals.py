@@ -20,7 +20,6 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from acpd.daemon import envscrub
 from acpd.daemon.local import TailBuffer, kill_group
 from acpd.protocol.errors import invalid_params, resource_not_found
 
@@ -98,8 +97,7 @@ class TerminalHost:
         self.live[terminal_id] = terminal
         self._tg.start_soon(self._pump, terminal)
         bash_c = (command == "bash" and args[:1] == ["-c"]) or args[-3:-1] == ["bash", "-c"]
-        # The command itself, not the launcher nor the prologue that unsets blocked names.
-        shown = envscrub.original(args[-1]) if bash_c else " ".join(terminal.command)
+        shown = args[-1] if bash_c else " ".join(terminal.command)  # not the launcher
         self._emit("terminal", f"terminal/create {terminal_id}: {shown}",
                    terminal_id=terminal_id, command=terminal.command)
         return {"terminalId": terminal_id}

@@ -4,69 +4,56 @@ A local command gets the daemon's environment minus `[tools.shell] env_blocklist
 (local.py `child_env`). A command in the editor's terminal gets the *editor's* environment,
 which holds whatever the user's login shell exported when the editor started
 (`OPENAI_API_KEY`, `GITHUB_TOKEN`, ...), and `terminal/create` can only add variables, not
-remove them. So the `bash -c` script the editor runs starts with a prologue that unsets every
-exported name the blocklist matches (case-insensitively, as `child_env` does), then runs the
-command unchanged with `eval`: it is parsed only after the prologue, with the shell options
-the prologue borrowed restored.
+remove them. So what the editor runs is a short bash script in front of the launcher: it
+lists the environment's names, and execs `env -u NAME...` for every name the blocklist
+matches (case-insensitively, as `child_env` does), which execs the launcher. The names are
+gone from the environment block of every process after it: bubblewrap, its init (PID 1 in
+the sandbox, whose /proc/1/environ a command can read) and the command. Unsetting them in
+the command's own shell was not enough: a process's initial environment block stays
+readable in /proc/PID/environ whatever the shell does with its variables.
 
-Names that are not shell identifiers (`A-B_TOKEN`) cannot be unset by bash, which still
-passes them to its children; when there are any, the script runs itself again through
-`env -u NAME`. The names come from /proc/self/environ on Linux (`compgen -e` elsewhere,
-which sees identifiers only). Costs about half a millisecond per command.
+Each step execs the next, so the process the editor started (and kills on `terminal/kill`)
+is the one that ends up running bubblewrap. The names come from /proc/self/environ on Linux;
+elsewhere from `compgen -e`, which lists shell identifiers only (a name like `A-B_TOKEN`
+then passes: documented in docs/sandbox.md). Costs a bash start, and an `env` exec when a
+blocked name is present: about 1.5 ms.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-_HEAD = "shopt -s nocasematch\n__acpd_x=()\n"
-_NAMES = """if [ -r /proc/self/environ ]; then
-mapfile -d '' __acpd_e </proc/self/environ
+SCRUB = """shopt -s nocasematch
+x=()
+if [ -r /proc/self/environ ]; then
+mapfile -d '' e </proc/self/environ
 else
-__acpd_e=($(compgen -e))
+e=($(compgen -e))
 fi
-"""
-_LOOP = """for __acpd_n in "${{__acpd_e[@]%%=*}}"; do
-case $__acpd_n in
-{keep}{blocked}) if [[ $__acpd_n =~ ^[a-z_][a-z0-9_]*$ ]]; then unset -v "$__acpd_n"
-else __acpd_x+=(-u "$__acpd_n"); fi ;;
+for n in "${{e[@]%%=*}}"; do
+case $n in
+'') ;;
+{keep}{blocked}) x+=(-u "$n") ;;
 esac
 done
-shopt -u nocasematch
-if [ "${{#__acpd_x[@]}}" -gt 0 ]; then
-exec env "${{__acpd_x[@]}}" bash -c "$BASH_EXECUTION_STRING" "$0"
-exit 125
-fi
-unset -v __acpd_e __acpd_n __acpd_x
+[ "${{#x[@]}}" -eq 0 ] || exec env "${{x[@]}}" "$@"
+exec "$@"
 """
-MARK = "eval -- "
-"""The prologue's last line runs the command: `eval -- 'COMMAND'`."""
+NAME = "acpd-scrub"
+"""`$0` of the script (what `ps` shows until it execs)."""
 
 
-def wrap(command: str, blocklist: Sequence[str], keep: Iterable[str] = ()) -> str:
-    """The `bash -c` script that runs `command` without the blocked names (the command
-    itself when nothing is blocked). `blocklist` holds config-validated names or globs
-    (letters, digits, `_ * ? [ ] ! -`), which mean the same in a `case` pattern as in
-    fnmatch; names in `keep` (what the runner itself sets) are left alone."""
+def scrubbed(argv: Sequence[str], blocklist: Sequence[str], keep: Iterable[str] = ()
+             ) -> list[str]:
+    """`argv` run without the blocked names (`argv` itself when nothing is blocked).
+    `blocklist` holds config-validated names or globs (letters, digits, `_ * ? [ ] ! -`),
+    which mean the same in a `case` pattern as in fnmatch; names in `keep` (what the runner
+    itself sets) are left alone."""
     if not blocklist:
-        return command
+        return list(argv)
     kept = "|".join(quote(name) for name in keep)
-    loop = _LOOP.format(keep=f"{kept}) ;;\n" if kept else "", blocked="|".join(blocklist))
-    return _HEAD + _NAMES + loop + MARK + quote(command)
-
-
-def original(script: str) -> str:
-    """The command a `wrap`ped script runs (what the user should see); `script` itself when
-    it is not one."""
-    if not script.startswith(_HEAD):
-        return script
-    at = script.find("\n" + MARK)
-    if at < 0:
-        return script
-    quoted = script[at + 1 + len(MARK):]
-    if len(quoted) < 2 or quoted[0] != "'" or quoted[-1] != "'":
-        return script
-    return quoted[1:-1].replace("'\\''", "'")
+    script = SCRUB.format(keep=f"{kept}) ;;\n" if kept else "", blocked="|".join(blocklist))
+    return ["bash", "-c", script, NAME, *argv]
 
 
 def quote(text: str) -> str:

@@ -33,8 +33,12 @@ async def run_prompt(
         session.begin_turn()
     except IllegalTransition as exc:
         raise SessionBusy(f"cannot prompt: {exc}") from None
+    text = prompt_text(blocks, images_apart=images is not None)
     stop = "end_turn"
     try:
+        # Stored before the first await: a window that leaves once the turn runs has seen
+        # its own prompt, and a window resuming the session must not be shown it as missed.
+        _record_prompt(session, text, images or [])
         with anyio.CancelScope() as scope:
             session.turn_scope = scope
             if session.cancelling:
@@ -44,7 +48,6 @@ async def run_prompt(
             if env.state.extra is not None:  # MCP servers start at the first prompt
                 await env.state.extra.prepare()
             await native_hooks.session_live(session, rt)  # its due scheduler tasks said
-            text = prompt_text(blocks, images_apart=images is not None)
             stop = await _dispatch(session, text, rt, env, images or [])
         # Once a cancel was asked for, the answer is "cancelled" even if the turn reached its
         # end before it noticed (ACP: never report a cancelled turn as finished).
@@ -56,14 +59,17 @@ async def run_prompt(
     return stop
 
 
-async def _dispatch(
-    session: Session, text: str, rt: Runtime, env: CallEnv, images: list[ImagePart]
-) -> str:
+def _record_prompt(session: Session, text: str, images: list[ImagePart]) -> None:
     message_id = new_message_id()
     user_chunk = updates.message_chunk("user_message_chunk", text, message_id)
     session.store.append_update(session.id, user_chunk)
     for image in images:  # replayed as sent, under the same message id
         session.store.append_update(session.id, image_chunk(image, message_id))
+
+
+async def _dispatch(
+    session: Session, text: str, rt: Runtime, env: CallEnv, images: list[ImagePart]
+) -> str:
     if session.title is None:
         session.title = title_from_prompt(text)
         if session.title is not None:

@@ -20,6 +20,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import subprocess
 import tempfile
 import threading
 from collections.abc import Callable
@@ -40,8 +41,14 @@ def make(prefix: str) -> str:
 
 
 def remove(path: str) -> None:
-    """Remove a directory made by `make` (nothing when it is gone already)."""
-    shutil.rmtree(path, ignore_errors=True)
+    """Remove a directory made by `make` (nothing when it is gone already). A sandboxed
+    command can make a tree deeper than Python 3.11's rmtree can recurse (RecursionError,
+    which `ignore_errors` does not cover): `rm -rf` finishes it."""
+    try:
+        shutil.rmtree(path, ignore_errors=True)
+    except RecursionError:
+        subprocess.run(["rm", "-rf", "--", path], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
 def before_removal(hook: Callable[[], None]) -> None:
@@ -98,7 +105,7 @@ def _remove_run_dir() -> None:
         with contextlib.suppress(Exception):
             hook()
     if _run is not None:
-        shutil.rmtree(_run, ignore_errors=True)
+        remove(_run)
 
 
 def sweep(keep: str | None = None, parent: str | None = None) -> list[str]:
@@ -135,7 +142,7 @@ def _abandoned(entry: os.DirEntry[str]) -> bool:
         os.close(fd)
         return False
     try:
-        shutil.rmtree(entry.path, ignore_errors=True)
+        remove(entry.path)
     finally:
         os.close(fd)
     return True

@@ -2,23 +2,21 @@
 bounded so that a hostile word cannot make it explode.
 
 The judge looks at the first MAX_BRACE_WORDS words only, but bash builds every one of them
-before the command starts (about 280 bytes each: `echo {1..2000000000}` or thirty `{a,b}` in a
-row take hundreds of GB). So each word's full count is computed without building it (one pass)
-and added to the decision's tally (budget.note_words); the engine asks past MAX_WORDS.
+before the command starts: `word_count` gives a word's full count without building it, and
+expansion.py sums it over a command line (the engine asks past its MAX_WORDS).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import NamedTuple
 
-from acpd.policy.budget import TooComplex, check, note_words
+from acpd.policy.budget import TooComplex, check
 
 MAX_BRACE_WORDS = 64
 MAX_BRACE_DEPTH = 8
 MAX_BRACE_CHARS = 1024
-MAX_WORDS = 100_000
-"""More words than this from brace expansion in one command asks (bash holds them all in
-memory before the command runs: 100,000 words take about 30 MB; a million, 280 MB)."""
 
 
 def brace_expand(pieces: list[tuple[str, bool]]) -> list[str]:
@@ -29,7 +27,6 @@ def brace_expand(pieces: list[tuple[str, bool]]) -> list[str]:
     if sum(len(text) for text, _ in pieces) > MAX_BRACE_CHARS:  # before building the list
         raise TooComplex("a word with braces is too long to expand")
     chars: list[tuple[str, bool]] = [(c, q) for text, q in pieces for c in text]
-    note_words(word_count(chars))
     out = _brace(chars, 0)
     if len(out) > MAX_BRACE_WORDS:
         return out[:MAX_BRACE_WORDS]
@@ -131,35 +128,62 @@ def word_count(chars: list[tuple[str, bool]]) -> int:
     return top
 
 
-_NUMBERS = re.compile(r"(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?")
-_LETTERS = re.compile(r"([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?\d+))?")
+_NUMBERS = re.compile(r"([+-]?\d+)\.\.([+-]?\d+)(?:\.\.([+-]?\d+))?")
+_LETTERS = re.compile(r"([A-Za-z])\.\.([A-Za-z])(?:\.\.([+-]?\d+))?")
+_PADDED = re.compile(r"-?0\d")
+
+
+class _Sequence(NamedTuple):
+    """A sequence expression as bash reads it: `{1..5}`, `{+1..9..+2}`, `{01..10}` (zero
+    padded to the wider end), `{a..z..3}`, `{Z..a}` (through the characters between); a step
+    of 0 is 1, its sign is ignored."""
+
+    first: int
+    last: int
+    step: int
+    width: int
+    letters: bool
+
+    def __len__(self) -> int:
+        return abs(self.last - self.first) // self.step + 1
+
+    def words(self, limit: int) -> list[str]:
+        """All its words, or only the two ends when there are more than `limit`."""
+        ends = (self.first, self.last)
+        if len(self) > limit:
+            values: Iterable[int] = ends
+        else:
+            down = self.last < self.first
+            values = range(self.first, self.last + (-1 if down else 1),
+                           -self.step if down else self.step)
+        if self.letters:
+            return [chr(v) for v in values]
+        return [f"{v:0{self.width}d}" for v in values]
+
+
+def _parse_sequence(inner: str) -> _Sequence | None:
+    m = _NUMBERS.fullmatch(inner)
+    letters = m is None
+    if m is None:
+        m = _LETTERS.fullmatch(inner)
+        if m is None:
+            return None
+        first, last = ord(m.group(1)), ord(m.group(2))
+        width = 0
+    else:
+        first, last = int(m.group(1)), int(m.group(2))
+        ends = (m.group(1), m.group(2))
+        width = max(map(len, ends)) if any(_PADDED.match(e) for e in ends) else 0
+    step = abs(int(m.group(3) or 1)) or 1
+    return _Sequence(first, last, step, width, letters)
 
 
 def _sequence_length(inner: str) -> int | None:
     """How many words `{inner}` makes as a sequence expression, or None when it is not one."""
-    m = _NUMBERS.fullmatch(inner) or _LETTERS.fullmatch(inner)
-    if m is None:
-        return None
-    if m.re is _NUMBERS:
-        a, b = int(m.group(1)), int(m.group(2))
-    else:
-        a, b = ord(m.group(1)), ord(m.group(2))
-    step = abs(int(m.group(3) or 1)) or 1
-    return abs(b - a) // step + 1
+    seq = _parse_sequence(inner)
+    return None if seq is None else len(seq)
 
 
 def _sequence(inner: str) -> list[str] | None:
-    m = re.fullmatch(r"(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?", inner)
-    if m:
-        a, b = int(m.group(1)), int(m.group(2))
-        step = abs(int(m.group(3) or 1)) or 1
-        if abs(b - a) // step > MAX_BRACE_WORDS:
-            return [str(a), str(b)]
-        rng = range(a, b + 1, step) if a <= b else range(a, b - 1, -step)
-        return [str(x) for x in rng]
-    m = re.fullmatch(r"([A-Za-z])\.\.([A-Za-z])", inner)
-    if m:
-        a, b = ord(m.group(1)), ord(m.group(2))
-        rng = range(a, b + 1) if a <= b else range(a, b - 1, -1)
-        return [chr(x) for x in rng]
-    return None
+    seq = _parse_sequence(inner)
+    return None if seq is None else seq.words(MAX_BRACE_WORDS)

@@ -15,10 +15,10 @@ from acpd.policy import budget as budget_mod
 from acpd.policy import contexts
 from acpd.policy import parse as parse_mod
 from acpd.policy.blocklist import word_findings
-from acpd.policy.braces import MAX_WORDS
 from acpd.policy.cdphysical import cd_destination, cd_operands
 from acpd.policy.commands import CommandJudge
 from acpd.policy.decision import Decision, Findings, Verdict
+from acpd.policy.expansion import MAX_WORDS, brace_words
 from acpd.policy.gitobjects import read_finding as store_read
 from acpd.policy.linectx import (
     Ctx,
@@ -169,7 +169,7 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         level: Trust = trust or self.settings.trust
         ctx = Ctx(cwd, roots or (cwd,), home, level, self._path_rules, out, only_rule=only,
                   sandboxed=sandboxed, line=command)
-        words_before = budget_mod.words_made()
+        made = 0  # words brace expansion makes: the most of any reading of the line
         try:
             if not check_text(command, self.settings.max_command_bytes, out):
                 return out
@@ -179,7 +179,9 @@ class CompiledPolicy(CommandJudge, VariableJudge):
                 ctx.cwds = [cwd]
                 if k:
                     ctx.scope = contexts.Scope()
+                before = budget_mod.words_made()
                 self._source(source, ctx, 0)
+                made = max(made, budget_mod.words_made() - before)
         except budget_mod.OverBudget:
             out.add("ask", "input.over-budget", "the command took too long to judge (over the "
                     f"{self.settings.budget_ms} ms budget); it was not found safe")
@@ -187,7 +189,6 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             out.add("ask", "input.too-complex", f"the command is too complex to judge ({exc})")
         except OSError as exc:  # a file-system fact the judge could not read: a verdict
             _fs_error(out, exc)
-        made = budget_mod.words_made() - words_before
         if made > MAX_WORDS:  # even sandboxed: the sandbox does not bound memory
             out.add("ask", "input.expansion", f"brace expansion makes {made:,} words (over "
                     f"{MAX_WORDS:,}), which bash builds in memory before the command runs")
@@ -228,6 +229,7 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         if script.too_big or len(script.commands) > MAX_COMMANDS:
             out.add("deny", "input.too-many-nodes", "command too complex to judge")
             return
+        budget_mod.note_words(brace_words(script, ctx.home))
         if script.has_error:
             verdict: Verdict = "deny" if ctx.trust == "untrusted" else self.settings.parse_error
             out.add(verdict, "input.parse-error", "the command does not parse cleanly")

@@ -11,6 +11,14 @@ which survives any crash of the daemon itself; with it (`[tools.audit] fsync = t
 line also survives a crash of the machine, at the price of a disk flush (~0.1-10 ms) on every
 call, blocking the daemon's loop meanwhile. The default favours the 0.5 ms overhead budget.
 
+Rotation: once the file passes `max_bytes` (`[tools.audit] max_bytes`, 64 MiB; 0: never) it
+is renamed `audit.jsonl.1` (older ones shift up to `.KEEP`, the oldest is removed) and a new
+one is started, so a daemon that runs for months cannot fill the disk with it. Several
+processes append to one log (the daemon, `acpd tools run`, `acpd undo`): the rename is done
+under an flock of `audit.lock` after checking, by the path, that nobody rotated already, and
+every writer notices a rotation by another (the path names another file than its descriptor)
+and reopens before its next line. A line written meanwhile lands in `.1`: none is lost.
+
 On open, a last line without its newline (torn by a crash, or written by something else) is
 detected: it is logged, reported by `inspect()` (for `acpd doctor` and `acpd audit tail`),
 and the next record starts on a fresh line so it is never glued to the torn one.
@@ -18,6 +26,8 @@ and the next record starts on a fresh line so it is never glued to the torn one.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import re
@@ -33,6 +43,9 @@ log = logging.getLogger("acpd.audit")
 
 FILE_MODE = 0o600
 TAIL_PROBE = 1 << 16
+MAX_BYTES = 64 << 20
+KEEP = 5
+LOCK_FILE = "audit.lock"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,12 +93,15 @@ def inspect(path: Path) -> AuditHealth:
 class AuditLog:
     """Appends records to `path`. Thread-compatible: each record is one write(2)."""
 
-    def __init__(self, path: Path, *, fsync: bool = False, strict: bool = False) -> None:
+    def __init__(self, path: Path, *, fsync: bool = False, strict: bool = False,
+                 max_bytes: int = MAX_BYTES, keep: int = KEEP) -> None:
         """Open (creating it 0600). When that is impossible: raises OSError if `strict`;
         else `problem()` says why (the runner refuses every tool call meanwhile: nothing
         runs that cannot be audited) and each write tries to open it again."""
         self.path = path
         self.fsync = fsync
+        self.max_bytes = max_bytes
+        self.keep = max(1, keep)
         self._fd = -1
         self._fresh_line = False
         self.health = AuditHealth(path, False, 0, False, 0)
@@ -129,6 +145,8 @@ class AuditLog:
             raise OSError(exc.errno, f"cannot write the audit log {self.path}: {cause}") from None
 
     def _write(self, record: dict[str, Any]) -> None:
+        if self._fd >= 0:
+            self._follow_rotation()
         if self._fd < 0:
             self._open()
         try:
@@ -150,6 +168,44 @@ class AuditLog:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+    def _follow_rotation(self) -> None:
+        """Before a line: rotate a log past `max_bytes`, and reopen when the path no longer
+        names the open file (another process rotated it, or someone removed it)."""
+        mine = os.fstat(self._fd)
+        try:
+            named = os.stat(self.path)
+        except FileNotFoundError:
+            named = None
+        if named is not None and (named.st_ino, named.st_dev) == (mine.st_ino, mine.st_dev):
+            if not self.max_bytes or mine.st_size < self.max_bytes:
+                return
+            self._rotate()
+        self.close()
+
+    def _rotate(self) -> None:
+        lock = os.open(self.path.parent / LOCK_FILE,
+                       os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            mine = os.fstat(self._fd)
+            try:
+                named = os.stat(self.path)
+            except FileNotFoundError:
+                return
+            if (named.st_ino, named.st_dev) != (mine.st_ino, mine.st_dev):
+                return  # another writer rotated it first
+            rotated = [self.path.with_name(f"{self.path.name}.{k}")
+                       for k in range(1, self.keep + 1)]
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(rotated[-1])
+            for older, newer in zip(reversed(rotated), reversed(rotated[:-1]), strict=False):
+                with contextlib.suppress(FileNotFoundError):
+                    os.rename(newer, older)
+            os.rename(self.path, rotated[0])
+            log.info("audit log passed %d bytes: rotated to %s", self.max_bytes, rotated[0])
+        finally:
+            os.close(lock)
 
 
 NOT_ACP_SESSIONS = frozenset({"", "cli", "lsp"})

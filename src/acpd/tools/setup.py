@@ -83,7 +83,8 @@ def build_toolkit(
     policy = ToolPolicy(enabled_with_plugins(tools.enabled), RuleSet(tools.rule_entries()))
     audit = None
     if data_dir is not None and tools.audit.enabled:
-        audit = AuditLog(data_dir / AUDIT_FILE, fsync=tools.audit.fsync)
+        audit = AuditLog(data_dir / AUDIT_FILE, fsync=tools.audit.fsync,
+                         max_bytes=tools.audit.max_bytes, keep=tools.audit.keep)
     r = tools.retry
     retry = RetryPolicy(r.max_attempts, r.base_ms, r.max_ms, r.budget_secs)
     a = tools.anomaly
