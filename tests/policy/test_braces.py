@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from acpd.policy import braces
 from acpd.policy.braces import brace_expand, word_count
 from acpd.policy.engine import CompiledPolicy
 from acpd.policy.expansion import MAX_WORDS
@@ -128,3 +129,20 @@ def test_each_word_counts_once_however_often_it_is_judged(default: CompiledPolic
     reasons = " ".join(default.judge("for i in {1..60000} {1..60000}; do :; done",
                                      cwd=workspace, trust="trusted").reasons)
     assert "brace expansion makes 120,000 words" in reasons
+
+
+def test_a_deep_word_is_counted_in_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """8,000 nested braces: each `}` once read its whole inner text as a possible sequence
+    (64 M characters, 5.6 s of CPU outside the budget's checks). Only a span a sequence can
+    fill is read now."""
+    read: list[int] = []
+    real = braces._sequence_length
+
+    def spy(inner: str) -> int | None:
+        read.append(len(inner))
+        return real(inner)
+
+    monkeypatch.setattr(braces, "_sequence_length", spy)
+    word = "{" * 8000 + "a" + "}" * 8000
+    assert word_count([(c, False) for c in word]) == 1
+    assert max(read) <= braces.SEQUENCE_CHARS and sum(read) < 10_000

@@ -63,7 +63,7 @@ def _brace(chars: list[tuple[str, bool]], depth: int) -> list[str]:
             bounds = [start, *commas, end]
             options = [chars[bounds[k] + 1 : bounds[k + 1]] for k in range(len(bounds) - 1)]
         else:
-            if end - start > 64:
+            if end - start > SEQUENCE_CHARS:
                 continue
             inner = chars[start + 1 : end]
             if any(quoted for _, quoted in inner):
@@ -81,6 +81,9 @@ def _brace(chars: list[tuple[str, bool]], depth: int) -> list[str]:
     return ["".join(c for c, _ in chars)]
 
 
+SEQUENCE_CHARS = 64
+"""A sequence expression is never longer (two 20-digit ends and a step); `_brace` has the
+same bound."""
 WORDS_CAP = 10**15
 """Counts are clamped here: past it the exact figure does not matter."""
 
@@ -96,6 +99,8 @@ def word_count(chars: list[tuple[str, bool]]) -> int:
     stack: list[list[int]] = []  # [start, commas, finished, current, inner, dots]
     top = 1
     for j, (c, q) in enumerate(chars):
+        if not j & 4095:
+            check()
         if q:
             continue
         if c == "{":
@@ -110,9 +115,11 @@ def word_count(chars: list[tuple[str, bool]]) -> int:
             node[3] = 1
         elif c == "}" and stack:
             start, commas, finished, current, _, dots = stack[-1]
-            inner = chars[start + 1 : j]
-            seq = None if commas or any(quoted for _, quoted in inner) else \
-                _sequence_length("".join(ch for ch, _ in inner))
+            seq = None
+            if not commas and j - start <= SEQUENCE_CHARS:  # never a slice per `}` of a deep word
+                inner = chars[start + 1 : j]
+                if not any(quoted for _, quoted in inner):
+                    seq = _sequence_length("".join(ch for ch, _ in inner))
             if not commas and not dots and seq is None and len(stack) == 1:
                 continue  # bash reads on: this `}` is literal, a later one may close
             stack.pop()

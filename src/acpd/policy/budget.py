@@ -35,7 +35,7 @@ import threading
 import time
 from typing import Any
 
-CHECKED_SHARE = 0.7
+CHECKED_SHARE = 0.6
 
 class _Local(threading.local):
     budget: _Budget | None = None
