@@ -83,6 +83,7 @@ def test_linters_run_without_a_prompt_only_where_workspace_code_may(
 @pytest.mark.parametrize("cmd", [
     "python3 -I -c 'import os'", "python3 -Ic 'import os'", "python3 -I -E -c x",
     "python3 -Is -m http.server", "python -I -c x", "pypy3 -I -c x", "python3 -IW error -c x",
+    "python3 -Q -c x",
 ])
 def test_inline_code_behind_an_interpreter_flag_still_asks(
         default: CompiledPolicy, ws: Path, cmd: str) -> None:

@@ -191,9 +191,11 @@ SPECS["split"] = PathSpec(reads="first", writes="second", value_options=_fs("-l"
 # Each family with its own value options: a flag read as taking a value hides what follows
 # it (python's -I is isolated mode, a flag; read as ruby's `-I DIR` it swallowed the `-c` of
 # `python3 -I -c CODE`, which then ran as a "workspace script" in a trusted workspace).
-for _name in ("python", "python3", "python2", "pypy", "pypy3"):
+for _name in ("python", "python3", "pypy3"):
     SPECS[_name] = PathSpec(reads="first", value_options=_fs(
-        "-m", "-W", "-X", "-c", "-Q", "--check-hash-based-pycs"))
+        "-m", "-W", "-X", "-c", "--check-hash-based-pycs"))
+for _name in ("python2", "pypy"):  # Python 2's -Q takes a value; Python 3 has no -Q
+    SPECS[_name] = PathSpec(reads="first", value_options=_fs("-m", "-W", "-c", "-Q"))
 for _name in ("node", "deno", "bun", "tsx", "ts-node"):  # node's -c is --check, a flag
     SPECS[_name] = PathSpec(reads="first", value_options=_fs(
         "-e", "-p", "-r", "--eval", "--print", "--require", "--import", "--loader",
