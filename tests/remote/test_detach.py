@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from tests.e2e.client import RecordingClient, always
 from tests.e2e.harness import caps, write_script
-from tests.remote.harness import Place, close_window, wait_until, window
+from tests.remote.harness import Place, Window, close_window, wait_until, window
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -93,32 +94,47 @@ async def test_a_turn_survives_its_window_and_another_window_takes_it_on(
                          what="the turn's end")
 
 
-async def test_resume_replays_what_the_window_missed(shared: Place) -> None:
-    ws = shared.workspace
-    shared.script = write_script(shared.root / "s.json", [
-        bash("echo two > two.txt", text="Late words.", delay=1.5),
-        {"text": "Finished without you."},
-    ])
+async def prompt_then_leave(shared: Place, text: str,
+                            mcp_servers: list[dict[str, Any]] | None = None) -> str:
+    """A window starts a turn and closes once it runs; the turn ends with nobody watching
+    (the daemon lets go of it, the store keeps it). Returns the session id."""
     async with window(shared, tee=False) as one:
         await one.run.initialize(caps(fs=False, terminal=False))
-        session_id = await one.run.new_session()
-        prompt = asyncio.create_task(one.run.prompt(session_id, "go on"))
+        session_id = str((await one.run.raw("session/new", {
+            "cwd": str(shared.workspace), "mcpServers": mcp_servers or []}))["sessionId"])
+        prompt = asyncio.create_task(one.run.prompt(session_id, text))
         await wait_until(lambda: session_state(shared, session_id) == "running",
                          what="the turn to run")
         await close_window(one)
         prompt.cancel()
         with contextlib.suppress(BaseException):
             await prompt
-    # It ends with nobody watching; the daemon lets go of it, the store keeps it.
     await wait_until(lambda: session_state(shared, session_id) is None, what="the turn's end")
-    assert (ws / "two.txt").read_text() == "two\n"
+    return session_id
 
+
+@contextlib.asynccontextmanager
+async def resumed(shared: Place, session_id: str, last_words: str
+                  ) -> AsyncIterator[tuple[Window, RecordingClient]]:
+    """Another window resumes the session and waits for `last_words` in what it is sent."""
     second = RecordingClient()
     async with window(shared, client=second) as two:
         await two.run.initialize(caps(fs=False, terminal=False))
-        await two.run.raw("session/resume", {"cwd": str(ws), "sessionId": session_id,
-                                             "mcpServers": []})
-        await second.wait_for(lambda: "Finished without you." in second.texts(), 15)
+        await two.run.raw("session/resume", {"cwd": str(shared.workspace),
+                                             "sessionId": session_id, "mcpServers": []})
+        await second.wait_for(lambda: last_words in second.texts(), 15)
+        yield two, second
+
+
+async def test_resume_replays_what_the_window_missed(shared: Place) -> None:
+    ws = shared.workspace
+    shared.script = write_script(shared.root / "s.json", [
+        bash("echo two > two.txt", text="Late words.", delay=1.5),
+        {"text": "Finished without you."},
+    ])
+    session_id = await prompt_then_leave(shared, "go on")
+    assert (ws / "two.txt").read_text() == "two\n"
+    async with resumed(shared, session_id, "Finished without you.") as (two, second):
         assert "Late words." in second.texts()
         assert [u for u in second.updates if u.get("status") == "completed"]
         # What the first window had already seen is not sent again.
@@ -135,24 +151,8 @@ async def test_a_window_leaving_before_its_prompt_is_handled_has_still_seen_it(
     ran, so a window resuming the session is not shown it again as missed."""
     shared.script = write_script(shared.root / "s.json", [{"text": "Answered late."}])
     slow = {"name": "slow", "command": "bash", "args": ["-c", "sleep 3"], "env": []}
-    async with window(shared, tee=False) as one:
-        await one.run.initialize(caps(fs=False, terminal=False))
-        session_id = (await one.run.raw("session/new", {
-            "cwd": str(shared.workspace), "mcpServers": [slow]}))["sessionId"]
-        prompt = asyncio.create_task(one.run.prompt(session_id, "the prompt"))
-        await wait_until(lambda: session_state(shared, session_id) == "running",
-                         what="the turn to run")
-        await close_window(one)
-        prompt.cancel()
-        with contextlib.suppress(BaseException):
-            await prompt
-    await wait_until(lambda: session_state(shared, session_id) is None, what="the turn's end")
-    second = RecordingClient()
-    async with window(shared, client=second) as two:
-        await two.run.initialize(caps(fs=False, terminal=False))
-        await two.run.raw("session/resume", {"cwd": str(shared.workspace),
-                                             "sessionId": session_id, "mcpServers": []})
-        await second.wait_for(lambda: "Answered late." in second.texts(), 15)
+    session_id = await prompt_then_leave(shared, "the prompt", [slow])
+    async with resumed(shared, session_id, "Answered late.") as (_, second):
         assert second.texts("user_message_chunk") == ""
 
 
