@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,20 @@ def test_a_reused_listing_never_hides_a_new_file(tmp_path: Path, home: Path,
     (ws / "a" / "b2" / "c" / ".env.prod").write_text("s")
     conf = build_confinement((str(ws),), DEFAULT, cwd=str(ws), home=str(home))
     assert conf.mask_files[:1] == (str(ws / "a" / "b2" / "c" / ".env.prod"),)
+
+
+def test_seatbelt_commands_use_the_workspace_temp_directory(tmp_path: Path) -> None:
+    """A temp directory per command was made and never removed (one per bash call on
+    macOS); the daemon's private one for the workspace serves instead."""
+    from acpd.sandbox.launch import confined_argv
+    from acpd.sandbox.status import SandboxStatus
+
+    private = tmp_path / "private-tmp"
+    private.mkdir()
+    conf = Confinement(cwd="/w", roots=("/w",), tmp_dir=str(private))
+    status = SandboxStatus(True, "sandbox-exec", "test", "/usr/bin/sandbox-exec")
+    before = set(os.listdir(tempfile.gettempdir()))
+    argv = confined_argv(conf, ["true"], status)
+    assert f"TMPDIR={private}" in argv
+    assert not {n for n in set(os.listdir(tempfile.gettempdir())) - before
+                if n.startswith("acpd-sbx-")}

@@ -39,9 +39,13 @@ def confined_argv(conf: Confinement, command: Sequence[str],
         raise Unconfined(status.reason)
     if status.kind == "bwrap":
         return bwrap_argv(status.binary, conf, command, pins)
-    import tempfile
+    # The workspace's private temp directory when the daemon made one (it removes it);
+    # otherwise one per command, which only `acpd sandbox run` and scripts reach.
+    tmpdir = conf.tmp_dir
+    if not tmpdir:
+        import tempfile
 
-    tmpdir = tempfile.mkdtemp(prefix="acpd-sbx-")
+        tmpdir = tempfile.mkdtemp(prefix="acpd-sbx-")
     return seatbelt_argv(status.binary, conf, tmpdir, list(command))
 
 
