@@ -80,7 +80,7 @@ class _Budget:
         self.gc_spent = 0.0
         self.gc_started = 0.0
         self.words = 0
-        """Words brace expansion makes in the command (see braces.py): its memory."""
+        """Words brace expansion makes in the command (expansion.py): bash's memory for it."""
 
 
 def start(budget_ms: float) -> _Budget | None:
@@ -144,7 +144,8 @@ def _spent(current: _Budget, now: float) -> bool:
 
 
 def note_words(count: int) -> None:
-    """Add the words one field's brace expansion makes to this decision's tally."""
+    """Add the words brace expansion makes in one parsed text (expansion.py) to this
+    decision's tally."""
     current: _Budget | None = _local.budget
     if current is not None and count > 1:
         current.words += count

@@ -508,7 +508,7 @@ def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: boo
 def _stricter(first: Judged, second: Judged) -> Judged:
     """The stricter of two verdicts (deny over ask over fine; the first on a tie)."""
     rank = {"deny": 2, "ask": 1}
-    if second is None or (first is not None and rank[first[0]] >= rank[second[0]]):
+    if second is None or (first is not None and rank.get(first[0], 0) >= rank.get(second[0], 0)):
         return first
     return second
 
