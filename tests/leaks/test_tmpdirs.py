@@ -118,3 +118,19 @@ def test_a_tree_deeper_than_python_recurses_is_still_swept(tmp_path: Path) -> No
     assert sorted(tmpdirs.sweep(parent=str(tmp_path))) == sorted(
         [str(dead_run), str(tmp_path / "acpd-run-zz")])
     assert not dead_run.exists()
+
+
+def test_the_private_tmp_of_a_workspace_no_session_uses_is_removed(tmp_path: Path) -> None:
+    from acpd.daemon import confine
+
+    used, idle = (str(tmp_path / "used"),), (str(tmp_path / "idle"),)
+    kept, gone = confine.workspace_tmp(used), confine.workspace_tmp(idle)
+    assert kept and gone
+    (Path(gone) / "build-state").write_text("x")
+    released = confine.release_tmp([str(tmp_path / "used" / "src")])
+    assert gone in released and kept not in released  # (earlier tests' idle ones go too)
+    assert Path(kept).is_dir() and not Path(gone).exists()
+    again = confine.workspace_tmp(idle)  # a session there again: a fresh one
+    assert again and again != gone and Path(again).is_dir()
+    assert {kept, again} <= set(confine.release_tmp([]))
+    assert not Path(kept).exists() and not Path(again).exists()

@@ -40,6 +40,13 @@ def ours(grew: dict[str, int]) -> dict[str, int]:
     return {name: n for name, n in grew.items() if not name.startswith(FOREIGN)}
 
 
+def private_tmps() -> int:
+    """The workspaces' private /tmp directories the daemon keeps, counted on disk."""
+    from acpd.daemon import confine
+
+    return sum(os.path.isdir(p) for p in confine._tmp_dirs.values())
+
+
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
@@ -81,12 +88,13 @@ async def test_one_connection(here: Place, ending: str) -> None:
         for n in range(WARM):
             await one_round(n)
         await settle()
-        objects, fds = held(), open_fds()
+        objects, fds, tmps = held(), open_fds(), private_tmps()
         for n in range(WARM, WARM + ROUNDS):
             await one_round(n)
         await settle()
         assert stores(win) == 1 + IDLE_STORES  # the one in use, the recent ones
         assert open_fds() <= fds
+        assert private_tmps() <= tmps <= 1  # only the workspace in use keeps its /tmp
         assert ours(grown(objects, held(), ROUNDS)) == {}
         assert await win.prompt(kept) == "end_turn"  # its store still works
 
@@ -109,12 +117,13 @@ async def test_shared_daemon_windows(here: Place) -> None:
         for n in range(WARM):
             await one_round(n)
         await settle()
-        objects, fds = held(), open_fds()
+        objects, fds, tmps = held(), open_fds(), private_tmps()
         for n in range(WARM, WARM + ROUNDS):
             await one_round(n)
         await settle()
         assert len(book._stores) == 1 + IDLE_STORES
         assert open_fds() <= fds
+        assert private_tmps() <= tmps <= 1
         assert ours(grown(objects, held(), ROUNDS)) == {}
 
 

@@ -253,3 +253,23 @@ async def test_at_exit_the_parents_die_before_their_private_tmp_goes(ws: Path) -
     tmpdirs._remove_run_dir()  # what atexit runs
     assert parent.dead() and not Path(tmp).exists()  # noqa: ASYNC240
     assert not any(p.base.roots == (str(ws),) for p in POOL._parents.values())
+
+
+async def test_releasing_an_idle_workspace_kills_its_parent_before_its_tmp_goes(
+        ws: Path) -> None:
+    """A shared daemon removes the private /tmp of a workspace no session uses; the parent
+    that binds it is killed first (its code's mount points lie there), and the next command
+    in that workspace gets a fresh directory and a fresh parent, still confined."""
+    from acpd.daemon import confine
+
+    await parented(ws)
+    parent = next(p for p in POOL._parents.values() if p.base.roots == (str(ws),))
+    tmp = parent.base.tmp_dir
+    assert tmp and Path(tmp).is_dir()  # noqa: ASYNC240
+    assert tmp in await anyio.to_thread.run_sync(confine.release_tmp, [])
+    assert parent.dead() and not Path(tmp).exists()  # noqa: ASYNC240
+    (ws / ".env").write_text("RELEASE-CANARY\n")
+    await parented(ws)
+    result = await run(ws, WHO + "cat .env; echo written > out.txt")
+    assert "RELEASE-CANARY" not in result.output
+    assert (ws / "out.txt").read_text() == "written\n"

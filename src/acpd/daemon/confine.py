@@ -11,8 +11,9 @@ LAUNCHER past five git directories) that pin the git directories by descriptor a
 bubblewrap, which reads the rest of its prebuilt argv from
 two one-use files (`--args FD`). No Python starts on that path.
 
-/tmp: one private directory per workspace (per daemon, removed when it exits) is bound at
-/tmp for every command there, so a build that keeps state in /tmp between commands works.
+/tmp: one private directory per workspace (per daemon; removed when no live session works
+there, `release_tmp`, or when the daemon exits) is bound at /tmp for every command there, so
+a build that keeps state in /tmp between commands works.
 It, and the argument files, lie in the daemon's run directory (daemon/tmpdirs.py), which a
 later daemon sweeps when this one was killed before it could remove it.
 """
@@ -159,11 +160,34 @@ def workspace_tmp(roots: tuple[str, ...]) -> str | None:
         except OSError:
             return None
         real = os.path.realpath(path)
-        if any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots):
+        if _within(real, roots):
             tmpdirs.remove(path)
             return None
         _tmp_dirs[roots] = real
         return real
+
+
+def release_tmp(in_use: Iterable[str]) -> list[str]:
+    """Remove the private /tmp of every set of roots that none of the `in_use` directories
+    (the cwds of the live sessions) lies in: a shared daemon serves many projects over its
+    life, and what their builds left in /tmp would stay until it exits. The sandbox parents
+    that bind one are killed first (they run no command: no live session works there).
+    Returns the directories removed. Reads the disk: call it off the event loop."""
+    cwds = [os.path.realpath(c) for c in in_use]
+    with _tmp_lock:
+        idle = {roots: path for roots, path in _tmp_dirs.items()
+                if not any(_within(cwd, roots) for cwd in cwds)}
+        for roots in idle:
+            del _tmp_dirs[roots]
+    for path in idle.values():
+        POOL.kill_binding(path)
+        tmpdirs.remove(path)
+    return list(idle.values())
+
+
+def _within(path: str, roots: tuple[str, ...]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/")
+               for r in (os.path.realpath(root) for root in roots))
 
 
 # First at exit: the sandbox parents bind mount points in these directories, and removing

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acpd.daemon import direct, native_hooks, updates, v1extras
-from acpd.daemon.confine import policy_rules
+from acpd.daemon.confine import policy_rules, release_tmp
 from acpd.daemon.editor import TERMINAL_TIMEOUT, EditorFileSystem, EditorTerminalRunner
 from acpd.daemon.elicitation import EditorForms, client_takes_forms
 from acpd.daemon.errors import SessionBusy, SessionNotFound
@@ -436,10 +436,15 @@ class SessionMethods:
 
 
 async def release_workspaces(rt: Runtime, in_use: list[str]) -> None:
-    """What is kept per workspace (checkpoint store, approvals) goes for the workspaces
-    that are not `in_use` (the cwds of the live sessions): a daemon serves many projects
-    over its life. The stores close in a worker thread; a failure is logged."""
+    """What is kept per workspace (checkpoint store, approvals, the private /tmp of its
+    sandboxed commands) goes for the workspaces that are not `in_use` (the cwds of the live
+    sessions): a daemon serves many projects over its life. The stores close and the
+    directories go in a worker thread; a failure is logged."""
     rt.toolkit.approvals.close_unused(in_use)  # here: sessions open theirs on this thread
+    try:
+        await anyio.to_thread.run_sync(release_tmp, in_use)
+    except Exception:  # a directory that cannot be removed is not the request's problem
+        log.exception("cannot remove the private /tmp of the workspaces no session uses")
     book = rt.pipeline.checkpoints
     if book is not None:
         try:

@@ -390,9 +390,14 @@ class ParentPool:
         find the mount points of its own code removed under it (removing a mount point on
         the host detaches that mount in every namespace) and fail. Each parent's bubblewrap
         is killed and waited for, and every command in it dies with it."""
+        self.kill_binding(None)
+
+    def kill_binding(self, tmp_dir: str | None) -> None:
+        """`kill_all` for the parents that bind `tmp_dir` at /tmp (None: every parent),
+        before that directory is removed."""
         with self._lock:
-            parents = list(self._parents.values())
-            self._parents.clear()
+            bases = [b for b in self._parents if tmp_dir is None or b.tmp_dir == tmp_dir]
+            parents = [self._parents.pop(b) for b in bases]
         for parent in parents:
             parent.close()
             with contextlib.suppress(OSError):
