@@ -60,8 +60,12 @@ async def test_bash_runs_in_the_client_terminal_and_is_released_after_the_final_
         (create,) = client.calls("terminal/create")
         # The editor runs acpd's environment scrub, which execs the sandbox launcher (sh
         # execs bubblewrap) around `bash -c`.
-        assert create["command"] == "bash" and create["args"][2] == envscrub.NAME
-        assert create["args"][3:5] == ["sh", "-c"] and create["args"][6] == "acpd-sandbox"
+        # Outside the sandbox every program goes by absolute path (a relative PATH entry
+        # would find the workspace's).
+        assert create["command"] == envscrub.absolute("bash") and create["command"][0] == "/"
+        assert create["args"][:2] == ["-p", "-c"] and create["args"][3] == envscrub.NAME
+        assert create["args"][4:6] == [envscrub.absolute("sh"), "-c"]
+        assert create["args"][7] == "acpd-sandbox"
         assert create["args"][-4:] == ["--", "bash", "-c", command]
         assert create["cwd"] == str(workspace)
         assert create["env"]["PAGER"] == "cat" and create["env"]["GIT_TERMINAL_PROMPT"] == "0"

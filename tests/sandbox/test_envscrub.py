@@ -100,3 +100,44 @@ def test_inside_the_sandbox_no_process_holds_a_blocked_name(tmp_path: Path) -> N
     assert "PIDS" in result.stdout, result.stderr
     assert "PLAIN=visible" in result.stdout  # it did read the environments
     assert "CANARY" not in result.stdout + result.stderr
+
+
+def test_nothing_in_the_editors_environment_runs_before_the_names_are_gone(
+        tmp_path: Path) -> None:
+    """An exported function named `exec`, BASH_ENV, BASHOPTS=execfail: the scrub runs in
+    bash's privileged mode, which takes none of them."""
+    rc = tmp_path / "rc"
+    rc.write_text("echo BASH_ENV-RAN >&2\n")
+    env = {**EDITOR_ENV, "BASH_FUNC_exec%%": "() { builtin exec \"$@\"; }",
+           "BASH_ENV": str(rc), "BASHOPTS": "execfail"}
+    result = run(scrubbed(["bash", "-c", "env"], DEFAULT_ENV_BLOCKLIST), env)
+    assert "CANARY" not in result.stdout + result.stderr
+    assert result.stderr.count("BASH_ENV-RAN") <= 1  # the command's own bash may read it
+    assert "PLAIN=visible" in result.stdout
+
+
+def test_programs_outside_the_sandbox_go_by_absolute_path(tmp_path: Path) -> None:
+    """With `.` or `node_modules/.bin` on the editor's PATH (resolved from the workspace),
+    a planted `env`, `sh` or `bash` would run outside the sandbox with every secret."""
+    ws = tmp_path / "ws"
+    (ws / "node_modules" / ".bin").mkdir(parents=True)
+    for name in ("env", "sh", "bash"):
+        planted = ws / "node_modules" / ".bin" / name
+        planted.write_text(f"#!/bin/sh\necho PLANTED-{name} >> {tmp_path}/ran\nexit 3\n")
+        planted.chmod(0o755)
+    command = "echo ran; exit 5"
+
+    async def launch() -> tuple[list[str], object]:
+        confined = await confine(request(ws, command), None)
+        started = editor_launch(confined, command, DEFAULT_ENV_BLOCKLIST)
+        return [started.command, *started.args], started
+
+    argv, started = anyio.run(launch)
+    try:
+        path = f"node_modules/.bin:.:{os.environ['PATH']}"
+        result = run(argv, {**EDITOR_ENV, "PATH": path}, cwd=ws)
+    finally:
+        started.cleanup()  # type: ignore[attr-defined]
+    assert not (tmp_path / "ran").exists()
+    assert (result.returncode, result.stdout) == (5, "ran\n"), result.stderr
+    assert argv[0].startswith("/") and "CANARY" not in result.stdout + result.stderr

@@ -143,7 +143,9 @@ async def test_without_a_sandbox_every_card_and_audit_line_says_so(
         assert final["rawOutput"]["sandbox"].startswith("none: switched off by ACPD_SANDBOX")
         assert final["rawOutput"]["stdout"].startswith("hi")
         if terminal:
-            assert client.calls("terminal/create")[0]["command"] == "bash"
+            created = client.calls("terminal/create")[0]
+            assert created["command"].endswith("/bash") and created["args"][-3:-1] == [
+                created["command"], "-c"]  # the scrub, then bash by absolute path
         else:
             assert "[NOT sandboxed: switched off" in shown(final)
         audit = [json.loads(line) for line in (data_dir / "audit.jsonl").read_text().splitlines()]

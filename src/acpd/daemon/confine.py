@@ -222,7 +222,7 @@ shift 3
 [ -x "$b" ] || { echo "acpd sandbox: NOT RUN: cannot run $b" >&2; exit 125; }
 [ -r "$h" ] && [ -r "$t" ] || { echo "acpd sandbox: NOT RUN: no arguments file" >&2; exit 125; }
 exec 4<"$h" 5<"$t"
-eval "c=\\${$#}"
+eval "c=\\${$#}" "s=\\${$(($# - 2))}"
 k=$(($# - 4)) n=0
 for p do
     shift
@@ -237,10 +237,10 @@ for p do
         5) exec 9<. && set -- "$@" --bind-fd 9 "$p" ;;
     esac
 done
-exec "$b" --args 4 "$@" --args 5 -- bash -c "$c"
+exec "$b" --args 4 "$@" --args 5 -- "$s" -c "$c"
 """
 """The same launcher in POSIX sh, with the same arguments (`sh -c SH_LAUNCHER acpd-sandbox
-BWRAP HEAD TAIL PIN... -- bash -c COMMAND`), used when there are at most `SH_PINS` pins (sh
+BWRAP HEAD TAIL PIN... -- BASH -c COMMAND`), used when there are at most `SH_PINS` pins (sh
 redirects single-digit descriptors only: 3 and 6 to 9 are free). The pins are the arguments
 before the last four; each valid one is moved to the end as `--bind-fd N PATH`, which leaves
 exactly those. A shell that starts in a fraction of bash's time (dash), on the path of every
@@ -271,16 +271,18 @@ def editor_launch(confined: Confined, command: str, env_blocklist: Sequence[str]
     removed before bubblewrap starts; `keep`: the names the runner sets itself)."""
     conf, binary = confined.conf, confined.status.binary
     base = None
-    # `bash` is the editor's, as the command's own `bash -c` is.
-    argv = ["bash", "-c", command]
+    # Every program by absolute path: a relative PATH entry in the editor's environment
+    # (`node_modules/.bin`, `.`) would find one the workspace holds, outside the sandbox for
+    # the launcher, in place of the command's own shell inside it.
+    argv = [envscrub.absolute("bash"), "-c", command]
     if conf is not None and confined.status.kind == "bwrap" and binary is not None:
         base = os.path.join(_profile_dir(), uuid.uuid4().hex)
         _write_args(base + ".head", head_args(conf))
         _write_args(base + ".tail", tail_args(conf))
         small = len(conf.pinned) <= SH_PINS
-        argv = ["sh" if small else "bash", "-c", SH_LAUNCHER if small else LAUNCHER,
-                "acpd-sandbox", binary, base + ".head", base + ".tail", *conf.pinned, "--",
-                *argv]
+        argv = [envscrub.absolute("sh" if small else "bash"), "-c",
+                SH_LAUNCHER if small else LAUNCHER, "acpd-sandbox", binary, base + ".head",
+                base + ".tail", *conf.pinned, "--", *argv]
     argv = envscrub.scrubbed(argv, env_blocklist, keep)
     return EditorLaunch(argv[0], argv[1:], {}, base)
 

@@ -96,7 +96,8 @@ class TerminalHost:
         terminal = LocalTerminal(terminal_id, [command, *args], process, TailBuffer(byte_limit))
         self.live[terminal_id] = terminal
         self._tg.start_soon(self._pump, terminal)
-        bash_c = (command == "bash" and args[:1] == ["-c"]) or args[-3:-1] == ["bash", "-c"]
+        bash_c = len(args) >= 2 and os.path.basename(args[-3] if len(args) > 2 else command) \
+            == "bash" and args[-2] == "-c"
         shown = args[-1] if bash_c else " ".join(terminal.command)  # not the launcher
         self._emit("terminal", f"terminal/create {terminal_id}: {shown}",
                    terminal_id=terminal_id, command=terminal.command)

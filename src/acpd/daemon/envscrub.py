@@ -17,10 +17,18 @@ is the one that ends up running bubblewrap. The names come from /proc/self/envir
 elsewhere from `compgen -e`, which lists shell identifiers only (a name like `A-B_TOKEN`
 then passes: documented in docs/sandbox.md). Costs a bash start, and an `env` exec when a
 blocked name is present: about 1.5 ms.
+
+The scrub runs as `bash -p` (privileged mode: no BASH_ENV, no functions imported from the
+environment, SHELLOPTS and BASHOPTS ignored), so nothing in the editor's environment runs
+before the names are gone, and it execs `env` and the launcher by absolute path: a relative
+PATH entry (`node_modules/.bin`, `.`) would otherwise find a program the agent planted in
+the workspace, outside the sandbox.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Iterable, Sequence
 
 SCRUB = """shopt -s nocasematch
@@ -36,7 +44,7 @@ case $n in
 {keep}{blocked}) x+=(-u "$n") ;;
 esac
 done
-[ "${{#x[@]}}" -eq 0 ] || exec env "${{x[@]}}" "$@"
+[ "${{#x[@]}}" -eq 0 ] || {{ exec {env} "${{x[@]}}" "$@"; exit 126; }}
 exec "$@"
 """
 NAME = "acpd-scrub"
@@ -52,8 +60,28 @@ def scrubbed(argv: Sequence[str], blocklist: Sequence[str], keep: Iterable[str] 
     if not blocklist:
         return list(argv)
     kept = "|".join(quote(name) for name in keep)
-    script = SCRUB.format(keep=f"{kept}) ;;\n" if kept else "", blocked="|".join(blocklist))
-    return ["bash", "-c", script, NAME, *argv]
+    script = SCRUB.format(keep=f"{kept}) ;;\n" if kept else "", blocked="|".join(blocklist),
+                          env=quote(absolute("env")))
+    return [absolute("bash"), "-p", "-c", script, NAME, *argv]
+
+
+SYSTEM_DIRS = ("/usr/bin", "/bin")
+
+
+@functools.cache
+def absolute(program: str) -> str:
+    """`program` in the system's directories, else on the daemon's PATH with relative
+    entries (`.`, ``, `node_modules/.bin`) skipped: the editor would resolve those from the
+    workspace, and a PATH entry such as an activated `.venv/bin` can lie in one, where
+    sandboxed commands write. Found once per daemon. The bare name when it is nowhere (the
+    editor then says so)."""
+    entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    for entry in (*SYSTEM_DIRS, *entries):
+        if os.path.isabs(entry):
+            path = os.path.join(entry, program)
+            if os.path.isfile(path) and os.access(path, os.X_OK):
+                return path
+    return program
 
 
 def quote(text: str) -> str:

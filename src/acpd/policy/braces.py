@@ -14,125 +14,183 @@ from typing import NamedTuple
 
 from acpd.policy.budget import TooComplex, check
 
-MAX_BRACE_WORDS = 64
-MAX_BRACE_DEPTH = 8
+MAX_BRACE_WORDS = 256
+"""The judge reads every word a field makes up to this many, and asks past it (a word it did
+not read could name `.git/hooks/...`). A sequence longer than this counts as its two ends."""
+MAX_BRACE_DEPTH = 16
+"""Alternatives nested deeper than this ask (TooComplex)."""
 MAX_BRACE_CHARS = 1024
+MAX_UNMATCHED = 64
+SEQUENCE_CHARS = 64
+"""A sequence expression is never longer (two 20-digit ends and a step)."""
+WORDS_CAP = 10**15
+"""Counts are clamped here: past it the exact figure does not matter."""
+
+Chars = list[tuple[str, bool]]
+"""A field's characters, each with whether it was quoted (or escaped, or came out of an
+expansion: never special to brace expansion)."""
 
 
 def brace_expand(pieces: list[tuple[str, bool]]) -> list[str]:
-    """Bash brace expansion over the unquoted parts of a field (bounded). Raises TooComplex
-    for a field with braces longer than MAX_BRACE_CHARS (the judge asks)."""
+    """Bash brace expansion over the unquoted parts of a field: every word, in bash's order.
+    Raises TooComplex for a field with braces longer than MAX_BRACE_CHARS, one that makes
+    more than MAX_BRACE_WORDS words, or nests deeper than MAX_BRACE_DEPTH (the judge asks)."""
     if not any(not q and "{" in text for text, q in pieces):
         return ["".join(text for text, _ in pieces)]
     if sum(len(text) for text, _ in pieces) > MAX_BRACE_CHARS:  # before building the list
         raise TooComplex("a word with braces is too long to expand")
-    chars: list[tuple[str, bool]] = [(c, q) for text, q in pieces for c in text]
-    out = _brace(chars, 0)
-    if len(out) > MAX_BRACE_WORDS:
-        return out[:MAX_BRACE_WORDS]
-    return out
+    return _expand(chars_of(pieces), 0, None, 0)
 
 
-def _pairs(chars: list[tuple[str, bool]]) -> list[tuple[int, int, list[int]]]:
-    """Every balanced unquoted `{...}` as (start, end, top-level comma positions), by start;
-    one pass with a stack (8,000 nested braces cost 8,000 steps, not 8,000 scans)."""
-    stack: list[tuple[int, list[int]]] = []
-    pairs: list[tuple[int, int, list[int]]] = []
-    for j, (c, q) in enumerate(chars):
-        if q:
-            continue
-        if c == "{":
-            stack.append((j, []))
-        elif c == "}" and stack:
-            start, commas = stack.pop()
-            pairs.append((start, j, commas))
-        elif c == "," and stack:
-            stack[-1][1].append(j)
-    pairs.sort()
-    return pairs
+def word_count(chars: Chars) -> int:
+    """How many words bash's brace expansion makes of this field, without making them.
+    Raises TooComplex as `brace_expand` does (too long, nested too deeply)."""
+    if len(chars) > MAX_BRACE_CHARS and any(c == "{" and not q for c, q in chars):
+        raise TooComplex("a word with braces is too long to expand")
+    return _count(chars, 0, len(chars), 0)
 
 
-def _brace(chars: list[tuple[str, bool]], depth: int) -> list[str]:
-    check()
-    if depth > MAX_BRACE_DEPTH:
-        return ["".join(c for c, _ in chars)]
-    for start, end, commas in _pairs(chars):
-        prefix, suffix = chars[:start], chars[end + 1 :]
-        options: list[list[tuple[str, bool]]]
-        if commas:
-            bounds = [start, *commas, end]
-            options = [chars[bounds[k] + 1 : bounds[k + 1]] for k in range(len(bounds) - 1)]
-        else:
-            if end - start > SEQUENCE_CHARS:
-                continue
-            inner = chars[start + 1 : end]
-            if any(quoted for _, quoted in inner):
-                continue  # `{1'..'3}` is a literal word to bash, not a sequence
-            seq = _sequence("".join(c for c, _ in inner))
-            if seq is None:
-                continue
-            options = [[(c, True) for c in item] for item in seq]
-        words: list[str] = []
-        for opt in options:
-            words.extend(_brace(prefix + opt + suffix, depth + 1))
-            if len(words) > MAX_BRACE_WORDS:
-                break
-        return words
-    return ["".join(c for c, _ in chars)]
+def chars_of(pieces: list[tuple[str, bool]]) -> Chars:
+    """A field's pieces (text, quoted) as characters."""
+    chars: Chars = []
+    for text, quoted in pieces:
+        if text:
+            chars.extend((c, quoted) for c in text)
+        elif quoted:
+            chars.append(("", True))  # `''{}`: the brace is not the field's first character
+    return chars
 
 
-SEQUENCE_CHARS = 64
-"""A sequence expression is never longer (two 20-digit ends and a step); `_brace` has the
-same bound."""
-WORDS_CAP = 10**15
-"""Counts are clamped here: past it the exact figure does not matter."""
+# Bash's reading (braces.c), on index ranges [lo, hi) of one field: the first `{` that has
+# a matching `}` starts the expression; inside it only commas and `..` at its own level
+# count, and a `}` at that level before any of them does not close it (`{x}1,}` is `x}1`
+# and ``); a `{}` at the start of the text being expanded is literal (`find -exec {} \;`,
+# and the start of every alternative and of the rest after an expression); the parts are
+# the text before, the alternatives (or a sequence, or the braces kept as they are when
+# neither), and the rest after, expanded the same way.
 
-
-def word_count(chars: list[tuple[str, bool]]) -> int:
-    """How many words bash's brace expansion makes of this field, in one pass. Each open
-    brace keeps (start, commas seen, sum of finished alternatives, product of the current
-    one, product of all its inner braces): a closing brace is worth the sum of its
-    alternatives, a sequence's length, or (no comma: literal braces) the product of what is
-    inside; that value multiplies the enclosing alternative. An unclosed brace is literal.
-    As bash does, an outermost brace is not closed by a `}` before any comma (`{x}1,}` is
-    two words). Checked against bash in tests/policy/test_braces.py."""
-    stack: list[list[int]] = []  # [start, commas, finished, current, inner, dots]
-    top = 1
-    for j, (c, q) in enumerate(chars):
-        if not j & 4095:
+def _gobble(chars: Chars, lo: int, hi: int, i: int, satisfy: str) -> int | None:
+    """The index of the character that ends the search for `satisfy` from `i`, or None."""
+    level = 0
+    commas = 0 if satisfy == "}" else 1
+    while i < hi:
+        if not i & 1023:
             check()
-        if q:
+        c, quoted = chars[i]
+        if quoted:
+            i += 1
             continue
+        if c == satisfy and level == 0 and commas > 0:
+            if c == "{" and i == lo and i + 1 < hi and chars[i + 1] == ("}", False):
+                i += 1
+                continue
+            return i
         if c == "{":
-            stack.append([j, 0, 0, 1, 1, 0])
-        elif c == "." and len(stack) == 1 and chars[j + 1 : j + 2] == [(".", False)] and \
-                chars[j + 2 : j + 3] != [("}", False)]:
-            stack[-1][5] = 1  # a `..` not before `}` lets a `}` close, as a comma does
-        elif c == "," and stack:
-            node = stack[-1]
-            node[1] += 1
-            node[2] = min(node[2] + node[3], WORDS_CAP)
-            node[3] = 1
-        elif c == "}" and stack:
-            start, commas, finished, current, _, dots = stack[-1]
-            seq = None
-            if not commas and j - start <= SEQUENCE_CHARS:  # never a slice per `}` of a deep word
-                inner = chars[start + 1 : j]
-                if not any(quoted for _, quoted in inner):
-                    seq = _sequence_length("".join(ch for ch, _ in inner))
-            if not commas and not dots and seq is None and len(stack) == 1:
-                continue  # bash reads on: this `}` is literal, a later one may close
-            stack.pop()
-            value = finished + current if commas else current if seq is None else seq
-            value = min(value, WORDS_CAP)
-            if stack:
-                stack[-1][3] = min(stack[-1][3] * value, WORDS_CAP)
-                stack[-1][4] = min(stack[-1][4] * value, WORDS_CAP)
-            else:
-                top = min(top * value, WORDS_CAP)
-    for _, _, _, _, product, _ in reversed(stack):  # unclosed: literal; inner braces expand
-        top = min(top * product, WORDS_CAP)
-    return top
+            level += 1
+        elif c == "}":
+            level = max(0, level - 1)
+        elif satisfy == "}" and level == 0 and (c == "," or (
+                c == "." and i + 1 < hi and chars[i + 1] == (".", False)
+                and not (i + 2 < hi and chars[i + 2] == ("}", False)))):
+            commas += 1
+        i += 1
+    return None
+
+
+def _expression(chars: Chars, lo: int, hi: int) -> tuple[int, int] | None:
+    """(open, close) of the first brace expression in [lo, hi), or None. Each `{` without
+    a match costs a scan to the end: past MAX_UNMATCHED of them, TooComplex."""
+    i = lo
+    for _ in range(MAX_UNMATCHED):
+        opened = _gobble(chars, lo, hi, i, "{")
+        if opened is None:
+            return None
+        closed = _gobble(chars, lo, hi, opened + 1, "}")
+        if closed is not None:
+            return opened, closed
+        i = opened + 1
+    raise TooComplex("too many braces without a match")
+
+
+def _alternatives(chars: Chars, lo: int, hi: int) -> list[tuple[int, int]] | None:
+    """The alternatives of the amble [lo, hi), or None when it holds no comma. bash looks
+    for a comma here skipping only backslash-escaped characters (a comma in quotes counts,
+    though it never separates); a field does not keep that difference, so an amble whose
+    only commas are quoted is not judged (TooComplex: ask)."""
+    commas = [q for c, q in chars[lo:hi] if c == ","]
+    if not commas:
+        return None
+    if all(commas):
+        raise TooComplex("a quoted comma inside braces")
+    parts = []
+    while True:
+        comma = _gobble(chars, lo, hi, lo, ",")
+        if comma is None:
+            parts.append((lo, hi))
+            return parts
+        parts.append((lo, comma))
+        lo = comma + 1
+
+
+def _sequence_at(chars: Chars, lo: int, hi: int) -> _Sequence | None:
+    if hi - lo > SEQUENCE_CHARS or any(q for _, q in chars[lo:hi]):
+        return None
+    return _parse_sequence("".join(c for c, _ in chars[lo:hi]))
+
+
+def _count(chars: Chars, lo: int, hi: int, depth: int) -> int:
+    if depth > MAX_BRACE_DEPTH:
+        raise TooComplex("braces nested too deeply to count")
+    total = 1
+    while lo < hi:
+        found = _expression(chars, lo, hi)
+        if found is None:
+            break
+        opened, closed = found
+        parts = _alternatives(chars, opened + 1, closed)
+        if parts is not None:
+            made = sum(_count(chars, a, b, depth + 1) for a, b in parts)
+        else:
+            seq = _sequence_at(chars, opened + 1, closed)
+            if seq is None and closed + 1 >= hi:
+                break  # the rest is one literal word
+            made = 1 if seq is None else len(seq)
+        total = min(total * made, WORDS_CAP)
+        lo = closed + 1
+    return total
+
+
+def _expand(chars: Chars, lo: int, hi: int | None, depth: int) -> list[str]:
+    if depth > MAX_BRACE_DEPTH:
+        raise TooComplex("braces nested too deeply to expand")
+    hi = len(chars) if hi is None else hi
+    words = [""]
+    while lo < hi:
+        found = _expression(chars, lo, hi)
+        if found is None:
+            break
+        opened, closed = found
+        before = _text(chars, lo, opened)
+        parts = _alternatives(chars, opened + 1, closed)
+        if parts is not None:
+            made = [w for a, b in parts for w in _expand(chars, a, b, depth + 1)]
+        else:
+            seq = _sequence_at(chars, opened + 1, closed)
+            if seq is None and closed + 1 >= hi:
+                break
+            made = [_text(chars, opened, closed + 1)] if seq is None else \
+                seq.words(MAX_BRACE_WORDS)
+        if len(words) * len(made) > MAX_BRACE_WORDS:
+            raise TooComplex(f"brace expansion makes more than {MAX_BRACE_WORDS} words, "
+                             "more than the judge reads")
+        words = [w + before + m for w in words for m in made]
+        lo = closed + 1
+    rest = _text(chars, lo, hi)
+    return [w + rest for w in words]
+
+
+def _text(chars: Chars, lo: int, hi: int) -> str:
+    return "".join(c for c, _ in chars[lo:hi])
 
 
 _NUMBERS = re.compile(r"([+-]?\d+)\.\.([+-]?\d+)(?:\.\.([+-]?\d+))?")
@@ -191,6 +249,3 @@ def _sequence_length(inner: str) -> int | None:
     return None if seq is None else len(seq)
 
 
-def _sequence(inner: str) -> list[str] | None:
-    seq = _parse_sequence(inner)
-    return None if seq is None else seq.words(MAX_BRACE_WORDS)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from acpd.policy.braces import word_count
+from acpd.policy.braces import Chars, chars_of, word_count
 from acpd.policy.script import Script
 from acpd.policy.words import Lit, lex
 
@@ -47,13 +47,8 @@ def _expanded_words(script: Script) -> Iterator[str]:
         yield from values
 
 
-def _chars(text: str, home: str) -> list[tuple[str, bool]]:
+def _chars(text: str, home: str) -> Chars:
     """The word's characters with whether each is quoted; an expansion (`$x`, `$(...)`) is
     one opaque quoted character: it adds no brace and breaks a sequence, as in bash."""
-    chars: list[tuple[str, bool]] = []
-    for seg in lex(text, home):
-        if isinstance(seg, Lit):
-            chars.extend((c, seg.quoted) for c in seg.text)
-        else:
-            chars.append(("\x00", True))
-    return chars
+    return chars_of([(seg.text, seg.quoted) if isinstance(seg, Lit) else ("\x00", True)
+                     for seg in lex(text, home)])
