@@ -178,3 +178,16 @@ def test_the_judge_expands_what_bash_expands(seed: int) -> None:
         if [w for w in judged if w] != [w for w in made if w] or count != len(judged):
             wrong.append((_quoted(field), made, judged, count))
     assert wrong == []
+
+
+@pytest.mark.parametrize("cmd", [
+    "cat .{Y..a..3}env", "sed -i 1d .gi{Y..a..3}t/config",  # `\` made by a letter range
+    "echo EVIL >> {~/.bashrc,}", "touch {~,.}/.bashrc", "cat {~/.aws/credentials,}",
+    "for ab in .env; do for a in x; do cat $a{b,}; done; done",  # `$ab`, not `$a` + b
+    "echo > {1..1000}{1..1000}{1..1000}", "cat < {1..2000000}",  # redirect targets count
+])
+def test_round_three_spellings_are_not_allowed(default: CompiledPolicy, workspace: str,
+                                               cmd: str) -> None:
+    """From /work/redteam10.md: each read or wrote a protected file, or built billions of
+    words, with an allow."""
+    assert verdicts(default, workspace, cmd) <= {"ask", "deny"}, cmd

@@ -141,3 +141,31 @@ def test_programs_outside_the_sandbox_go_by_absolute_path(tmp_path: Path) -> Non
     assert not (tmp_path / "ran").exists()
     assert (result.returncode, result.stdout) == (5, "ran\n"), result.stderr
     assert argv[0].startswith("/") and "CANARY" not in result.stdout + result.stderr
+
+
+def test_the_launcher_for_many_repositories_takes_nothing_from_the_environment(
+        tmp_path: Path) -> None:
+    """Past five git directories the launcher is bash, not sh: it runs privileged too, so
+    the editor's BASH_ENV runs only inside the sandbox (where /tmp is private)."""
+    from tests.sandbox.conftest import git_dir
+
+    ws = tmp_path / "ws"
+    for i in range(7):
+        git_dir(ws / f"r{i}" / ".git")
+    marker = tmp_path / "outside"
+    rc = tmp_path / "rc"
+    rc.write_text(f"touch {marker}\n")
+
+    async def launch() -> tuple[list[str], object]:
+        confined = await confine(request(ws, "echo ran"), None)
+        started = editor_launch(confined, "echo ran", DEFAULT_ENV_BLOCKLIST)
+        return [started.command, *started.args], started
+
+    argv, started = anyio.run(launch)
+    try:
+        result = run(argv, {**EDITOR_ENV, "PATH": os.environ["PATH"], "BASH_ENV": str(rc)},
+                     cwd=ws)
+    finally:
+        started.cleanup()  # type: ignore[attr-defined]
+    assert result.stdout == "ran\n", result.stderr
+    assert not marker.exists()

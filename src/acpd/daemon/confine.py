@@ -280,9 +280,10 @@ def editor_launch(confined: Confined, command: str, env_blocklist: Sequence[str]
         _write_args(base + ".head", head_args(conf))
         _write_args(base + ".tail", tail_args(conf))
         small = len(conf.pinned) <= SH_PINS
-        argv = [envscrub.absolute("sh" if small else "bash"), "-c",
-                SH_LAUNCHER if small else LAUNCHER, "acpd-sandbox", binary, base + ".head",
-                base + ".tail", *conf.pinned, "--", *argv]
+        # bash in privileged mode: no BASH_ENV or exported function of the editor's runs.
+        shell = [envscrub.absolute("sh")] if small else [envscrub.absolute("bash"), "-p"]
+        argv = [*shell, "-c", SH_LAUNCHER if small else LAUNCHER, "acpd-sandbox", binary,
+                base + ".head", base + ".tail", *conf.pinned, "--", *argv]
     argv = envscrub.scrubbed(argv, env_blocklist, keep)
     return EditorLaunch(argv[0], argv[1:], {}, base)
 

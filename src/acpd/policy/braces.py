@@ -138,6 +138,12 @@ def _sequence_at(chars: Chars, lo: int, hi: int) -> _Sequence | None:
     return _parse_sequence("".join(c for c, _ in chars[lo:hi]))
 
 
+_SPECIAL_LETTERS = frozenset(range(ord("Z") + 1, ord("a")))
+"""`[ \\ ] ^ _` and the backquote: a letter range from upper to lower case goes through
+them, and bash reads the words it makes again (`.{Y..a..3}env` makes `.\\env`, which is
+`.env` once the backslash is removed)."""
+
+
 def _count(chars: Chars, lo: int, hi: int, depth: int) -> int:
     if depth > MAX_BRACE_DEPTH:
         raise TooComplex("braces nested too deeply to count")
@@ -178,6 +184,9 @@ def _expand(chars: Chars, lo: int, hi: int | None, depth: int) -> list[str]:
             seq = _sequence_at(chars, opened + 1, closed)
             if seq is None and closed + 1 >= hi:
                 break
+            if seq is not None and seq.letters and _SPECIAL_LETTERS.intersection(
+                    range(min(seq.first, seq.last), max(seq.first, seq.last) + 1)):
+                raise TooComplex("a letter range through characters bash reads again")
             made = [_text(chars, opened, closed + 1)] if seq is None else \
                 seq.words(MAX_BRACE_WORDS)
         if len(words) * len(made) > MAX_BRACE_WORDS:
@@ -186,6 +195,10 @@ def _expand(chars: Chars, lo: int, hi: int | None, depth: int) -> list[str]:
         words = [w + before + m for w in words for m in made]
         lo = closed + 1
     rest = _text(chars, lo, hi)
+    if depth == 0 and lo > 0 and any(c == "~" and not q for c, q in chars):
+        # bash expands a `~` that starts a word brace expansion made (`{~/.bashrc,}`);
+        # the judge expanded the tilde of the word as written only.
+        raise TooComplex("a tilde inside braces")
     return [w + rest for w in words]
 
 

@@ -5,7 +5,8 @@ bytes each), so `echo {1..2000000000}` or thirty `{a,b}` in a row take hundreds 
 the judge itself looks at the first few words only (braces.py). Brace expansion is done on
 the words as written, before any parameter expansion (a `{` that comes out of a variable is
 never expanded), so the count is taken once per word of the parse: command words, the
-values of `for`/`select`, and array assignments `x=(...)`. Not here-strings, here-documents,
+values of `for`/`select`, array assignments `x=(...)` and redirect targets (built before bash
+finds the redirect ambiguous). Not here-strings, here-documents,
 scalar assignments or `[[ ]]`, where bash does not brace-expand. Each word occurrence counts
 once, however many times the judge expands it.
 """
@@ -39,6 +40,8 @@ def _expanded_words(script: Script) -> Iterator[str]:
     for command in script.commands:
         words.update(command.words)
         yield from command.words
+        # bash builds a redirect target's words before it finds the redirect ambiguous.
+        yield from (r.target for r in command.redirects if r.kind == "file" and r.target)
     for name, value in script.assigns:
         # An array assignment; `declare -a x=(...)` is one of the command's words already.
         if value.startswith("(") and f"{name}={value}" not in words:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from itertools import product
+from itertools import pairwise, product
 from typing import NamedTuple
 
 from acpd.policy.braces import brace_expand
@@ -41,6 +41,8 @@ class Param:
     op: str
     arg: str
     quoted: bool
+    bare: bool = False
+    """Written `$name`, not `${name}`: text right after it can lengthen the name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +153,7 @@ def _dollar(text: str, i: int, quoted: bool, segs: list[Seg]) -> int:
         return end + 1
     m = _NAME.match(text, i + 1)
     if m:
-        segs.append(Param(m.group(0), "", "", quoted))
+        segs.append(Param(m.group(0), "", "", quoted, bare=True))
         return m.end()
     segs.append(Lit("$", quoted))
     return i + 1
@@ -341,6 +343,7 @@ def expand_segments(text: str, env: Env, home: str) -> Expanded:
     Raises TooComplex for nesting past MAX_NESTING, OverBudget past the deadline."""
     check()
     segs = lex(text, home)
+    _renaming_braces(segs)
     dynamic = False
     glob = False
     # Each choice list: the alternatives of one segment, as (text, quoted, splittable).
@@ -372,6 +375,16 @@ def expand_segments(text: str, env: Env, home: str) -> Expanded:
             break
         alternatives.append(_fields(combo))
     return Expanded(tuple(dict.fromkeys(alternatives)), dynamic, glob)
+
+
+def _renaming_braces(segs: list[Seg]) -> None:
+    """bash brace-expands the text as written, before variables: `$a{b,}` is `$ab` and
+    `$a`, two other variables than the `$a` the judge would fill in first. Raises
+    TooComplex (the judge asks) for a bare `$name` right before a brace outside quotes."""
+    for seg, after in pairwise(segs):
+        if isinstance(seg, Param) and seg.bare and not seg.quoted and isinstance(after, Lit) \
+                and not after.quoted and after.text.startswith("{"):
+            raise TooComplex("brace expansion would change a variable's name")
 
 
 def _fields(combo: tuple[tuple[str, bool, bool], ...]) -> tuple[str, ...]:
