@@ -66,7 +66,7 @@ async def test_bash_runs_in_the_client_terminal_and_is_released_after_the_final_
         assert create["args"][:2] == ["-p", "-c"] and create["args"][3] == envscrub.NAME
         assert create["args"][4:6] == [envscrub.absolute("sh"), "-c"]
         assert create["args"][7] == "acpd-sandbox"
-        assert create["args"][-4:] == ["--", "bash", "-c", command]
+        assert create["args"][-4:] == ["--", envscrub.absolute("bash"), "-c", command]
         assert create["cwd"] == str(workspace)
         assert create["env"]["PAGER"] == "cat" and create["env"]["GIT_TERMINAL_PROMPT"] == "0"
         assert isinstance(create["outputByteLimit"], int) and create["outputByteLimit"] > 0
