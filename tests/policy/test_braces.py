@@ -191,3 +191,16 @@ def test_round_three_spellings_are_not_allowed(default: CompiledPolicy, workspac
     """From /work/redteam10.md: each read or wrote a protected file, or built billions of
     words, with an allow."""
     assert verdicts(default, workspace, cmd) <= {"ask", "deny"}, cmd
+
+
+@pytest.mark.parametrize("cmd", [
+    "cat {.e,x}\\nv", "cat .e{n,x}\\v", "cat {\\.env,}", "cat < .e{n..n}\\v",
+    "echo x >.gi{t..t}\\/config", "for f in {.e,x}\\nv; do cat $f; done",
+    "sort -o .gi{t..t}\\/config in", "sed -i 1d .gi{t,x}\\/config",
+])
+def test_a_word_tree_sitter_splits_is_judged_whole(default: CompiledPolicy, workspace: str,
+                                                   cmd: str) -> None:
+    """tree-sitter-bash splits `{.e,x}\\nv` in two at the backslash next to a brace, though
+    no blank separates them: bash reads one word (`.env`), the judge read `.e`, `x`, `nv`.
+    Found attacking this change; adjacent word nodes are now one word (treenodes.py)."""
+    assert "allow" not in verdicts(default, workspace, cmd), cmd

@@ -104,12 +104,15 @@ def test_inside_the_sandbox_no_process_holds_a_blocked_name(tmp_path: Path) -> N
 
 def test_nothing_in_the_editors_environment_runs_before_the_names_are_gone(
         tmp_path: Path) -> None:
-    """An exported function named `exec`, BASH_ENV, BASHOPTS=execfail: the scrub runs in
-    bash's privileged mode, which takes none of them."""
+    """An exported function named `exec` (this one drops `env -u ...` and runs the command
+    with every name), BASH_ENV, BASHOPTS=execfail: the scrub runs in bash's privileged mode,
+    which takes none of them."""
     rc = tmp_path / "rc"
     rc.write_text("echo BASH_ENV-RAN >&2\n")
-    env = {**EDITOR_ENV, "BASH_FUNC_exec%%": "() { builtin exec \"$@\"; }",
-           "BASH_ENV": str(rc), "BASHOPTS": "execfail"}
+    skip_env = ('() { while [ "$#" -gt 0 ] && [ "${1##*/}" != bash ]; do shift; done; '
+                'builtin exec "$@"; }')
+    env = {**EDITOR_ENV, "BASH_FUNC_exec%%": skip_env, "BASH_ENV": str(rc),
+           "BASHOPTS": "execfail"}
     result = run(scrubbed(["bash", "-c", "env"], DEFAULT_ENV_BLOCKLIST), env)
     assert "CANARY" not in result.stdout + result.stderr
     assert result.stderr.count("BASH_ENV-RAN") <= 1  # the command's own bash may read it

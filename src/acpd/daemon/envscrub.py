@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 from collections.abc import Iterable, Sequence
 
 SCRUB = """shopt -s nocasematch
@@ -59,9 +60,9 @@ def scrubbed(argv: Sequence[str], blocklist: Sequence[str], keep: Iterable[str] 
     itself sets) are left alone."""
     if not blocklist:
         return list(argv)
-    kept = "|".join(quote(name) for name in keep)
+    kept = "|".join(shlex.quote(name) for name in keep)
     script = SCRUB.format(keep=f"{kept}) ;;\n" if kept else "", blocked="|".join(blocklist),
-                          env=quote(absolute("env")))
+                          env=shlex.quote(absolute("env")))
     return [absolute("bash"), "-p", "-c", script, NAME, *argv]
 
 
@@ -83,7 +84,3 @@ def absolute(program: str) -> str:
                 return path
     return program
 
-
-def quote(text: str) -> str:
-    """`text` as one single-quoted shell word."""
-    return "'" + text.replace("'", "'\\''") + "'"

@@ -36,16 +36,14 @@ def brace_words(script: Script, home: str) -> int:
 
 
 def _expanded_words(script: Script) -> Iterator[str]:
-    words: set[str] = set()
     for command in script.commands:
-        words.update(command.words)
         yield from command.words
         # bash builds a redirect target's words before it finds the redirect ambiguous.
         yield from (r.target for r in command.redirects if r.kind == "file" and r.target)
-    for name, value in script.assigns:
-        # An array assignment; `declare -a x=(...)` is one of the command's words already.
-        if value.startswith("(") and f"{name}={value}" not in words:
-            yield value
+    arrays = [(name, value) for name, value in script.assigns if value.startswith("(")]
+    if arrays:  # `declare -a x=(...)` is one of the command's words already
+        words = {word for command in script.commands for word in command.words}
+        yield from (value for name, value in arrays if f"{name}={value}" not in words)
     for values in script.for_vars.values():
         yield from values
 

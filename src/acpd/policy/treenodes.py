@@ -127,7 +127,7 @@ def visit(node: Any, kind: str, fn: str | None, script: Script, w: Walk) -> str 
     elif kind == "for_statement":
         var = node.child_by_field_name("variable")
         if var is not None:
-            values = [w.text(c) for c in node.children_by_field_name("value")]
+            values = joined_words(node.children_by_field_name("value"), w)
             script.for_vars.setdefault(w.text(var), []).extend(values or ["\x00?"])
     elif kind == "test_command":
         script.commands.append(
@@ -195,6 +195,7 @@ def command(node: Any, fn: str | None, w: Walk) -> tuple[SimpleCommand, int]:
     src = w.source
     children = node.named_children
     many = len(children) > 256
+    word_end = -1
     for k, child in enumerate(children):
         if many and not k & 255:
             check()
@@ -206,8 +207,15 @@ def command(node: Any, fn: str | None, w: Walk) -> tuple[SimpleCommand, int]:
             _redirect_into(child, w, cmd.redirects, words)
             flat = -1
         elif kind != "comment":
-            words.append(src[child.start_byte : child.end_byte] if src is not None
-                         else w.text(child))
+            text = src[child.start_byte : child.end_byte] if src is not None else w.text(child)
+            if child.start_byte == word_end and words:
+                # tree-sitter-bash splits one word at a backslash next to a brace
+                # (`{.e,x}\nv`); bash reads one word wherever no blank separates them.
+                words[-1] += text
+                flat = -1
+            else:
+                words.append(text)
+            word_end = child.end_byte
             if flat < 0 or kind in LEAVES:
                 continue
             if (kind == "command_name" and child.named_child_count == 1
@@ -231,16 +239,31 @@ def command(node: Any, fn: str | None, w: Walk) -> tuple[SimpleCommand, int]:
 def _declaration(node: Any, fn: str | None, w: Walk) -> SimpleCommand:
     keyword = w.text(node.children[0]) if node.child_count else "declare"
     cmd = SimpleCommand([keyword], function=fn, keyword=keyword)
+    operands = []
     for child in node.named_children:
         if child.type == "variable_assignment":
             name, value = _assignment(child, w)
             cmd.assigns.append((name, value))
-            cmd.words.append(w.text(child))
+            operands.append(child)
         elif child.type in REDIRECTS:
             _redirect_into(child, w, cmd.redirects, cmd.words)
         else:
-            cmd.words.append(w.text(child))
+            operands.append(child)
+    cmd.words.extend(joined_words(operands, w))
     return cmd
+
+
+def joined_words(nodes: list[Any], w: Walk) -> list[str]:
+    """The texts of word nodes, those no blank separates joined into one (see `command`)."""
+    out: list[str] = []
+    end = -1
+    for node in nodes:
+        if node.start_byte == end and out:
+            out[-1] += w.text(node)
+        else:
+            out.append(w.text(node))
+        end = node.end_byte
+    return out
 
 
 def _assignment(node: Any, w: Walk) -> tuple[str, str]:
@@ -265,8 +288,7 @@ def _redirect_into(node: Any, w: Walk, reds: list[Redirect], words: list[str]) -
     reds.append(_redirect(node, w))
     kind = node.type
     if kind == "file_redirect":
-        dests = node.children_by_field_name("destination")
-        words.extend(w.text(d) for d in dests[1:])
+        words.extend(joined_words(node.children_by_field_name("destination"), w)[1:])
     elif kind == "heredoc_redirect":
         for c in node.named_children:
             if c.type in REDIRECTS:
@@ -292,6 +314,9 @@ def _redirect(node: Any, w: Walk) -> Redirect:
             op += w.text(child)
         elif target is None:
             target = w.text(child)
+    if kind == "file_redirect":  # one word, though tree-sitter may split it (`command`)
+        target = next(iter(joined_words(node.children_by_field_name("destination"), w)),
+                      target)
     return Redirect(op, target, fd)
 
 
