@@ -17,6 +17,7 @@ import pytest
 from tests.checkpoint.conftest import RigFactory, tree
 
 from acpd.checkpoint import Limits, WorkspaceStore
+from acpd.checkpoint.entries import diff_manifests
 from acpd.sandbox.inotify import MAX_DIRTY
 from acpd.sandbox.status import sandbox_status
 
@@ -103,6 +104,40 @@ def test_watched_checkpoints_equal_a_full_scan_after_random_changes(
     assert kinds.count("incremental") > 40  # the point of it: most were not full scans
     assert store.tracker.off is None
     store.close()
+
+
+def test_a_full_scan_names_every_path_it_found_changed_and_few_others(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """What later steps compare after a full scan (the call's diff, the manifest's rows,
+    the watcher's check) is only what the scan says it touched: it must hold every
+    difference, and an incomplete scan must say "any path"."""
+    rnd = random.Random(2626)
+    store = WorkspaceStore(tmp_path / "data", str(workspace), Limits(watch=False))
+    store.checkpoint()
+    for step in range(40):
+        for _ in range(rnd.randint(1, 4)):
+            mutate(rnd, workspace)
+        before = dict(store.manifest)
+        generation = store.generation
+        result = store.checkpoint()
+        assert store.tracker.kind == "full"
+        assert result.touched is not None, step
+        differing = {c.path for c in diff_manifests(before, result.entries)}
+        assert differing <= result.touched, (step, differing - result.touched)
+        assert store.touched_since(generation) == result.touched
+        # Beyond the differences, only files read again (their last read was racy or
+        # incomplete): an unchanged entry is never rewritten.
+        reread = {p for p, e in before.items() if e.kind == "f" and not e.fast}
+        assert result.touched - differing <= reread, step
+        assert states(store) == truth(workspace, tmp_path), step
+    store.close()
+    small = WorkspaceStore(tmp_path / "small", str(workspace), Limits(watch=False,
+                                                                      max_entries=3))
+    cut = small.checkpoint()
+    assert not cut.complete and cut.touched is None
+    assert small.touched_since(small.generation - 1) is None
+    small.close()
 
 
 def test_every_doubt_ends_in_a_full_scan(workspace: Path, tmp_path: Path) -> None:

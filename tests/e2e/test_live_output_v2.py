@@ -115,8 +115,10 @@ async def test_v2_terminal_updates_and_chunks_validate_and_rebuild_the_output(
     workspace: Path,
 ) -> None:
     client = V2Client()
-    command = ("printf 'caf\\303'; sleep 0.1; printf '\\251 \\377raw\\n'; "
-               "for i in 1 2 3; do echo line$i; sleep 0.05; done; echo oops >&2; exit 4")
+    # Pauses far past the daemon's idle flush (20 ms), so that even a loaded machine sends
+    # the parts as chunks of their own.
+    command = ("printf 'caf\\303'; sleep 0.4; printf '\\251 \\377raw\\n'; "
+               "for i in 1 2 3; do echo line$i; sleep 0.3; done; echo oops >&2; exit 4")
     result = await run_v2(workspace, command, client)
     terminal = result.terminal_id
     assert terminal == "term_call_1"

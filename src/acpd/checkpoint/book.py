@@ -26,7 +26,7 @@ import anyio.to_thread
 
 from acpd.checkpoint.card import CardLimits, Hidden, card_items, model_line
 from acpd.checkpoint.entries import Change, Entry, diff_manifests
-from acpd.checkpoint.scan import Limits
+from acpd.checkpoint.scan import Limits, ScanResult
 from acpd.checkpoint.store import CallRecord, WorkspaceStore
 from acpd.tools.spec import ContentItem, TextItem
 
@@ -194,10 +194,7 @@ class Pending:
 
     async def _finish(self, store: WorkspaceStore, shown: list[str], confined: bool) -> Outcome:
         try:
-            after = await anyio.to_thread.run_sync(
-                lambda: store.checkpoint(self.scope, trust_watch=confined))
-            paths = store.touched_since(self.generation)
-            changes = diff_manifests(self.before, after.entries, paths)
+            after, changes = await anyio.to_thread.run_sync(self._changes, store, confined)
             record = self.record
             record.ended = time.time()
             record.changes = changes
@@ -218,6 +215,14 @@ class Pending:
             return Outcome([], [TextItem(f"The checkpoint after this call failed ({exc}): "
                                          "it cannot be undone.")], "")
         return Outcome(changes, items, model_line(changes))
+
+
+    def _changes(self, store: WorkspaceStore, confined: bool) -> tuple[ScanResult, list[Change]]:
+        """The checkpoint after the call and what changed since `before` (in a worker
+        thread: comparing two whole manifests after a full scan takes milliseconds)."""
+        after = store.checkpoint(self.scope, trust_watch=confined)
+        paths = store.touched_since(self.generation)
+        return after, diff_manifests(self.before, after.entries, paths)
 
 
 def _level(exc: Exception) -> int:

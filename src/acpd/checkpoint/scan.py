@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 MAX_NOTES = 50
+_FORMAT = 0o170000
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +86,9 @@ class ScanResult:
     incremental: bool = False
     """Only the paths a watcher reported were scanned."""
     touched: set[str] | None = None
-    """The paths whose entries may differ from the previous ones (None: any path)."""
+    """The paths whose entries may differ from the previous ones (None: any path). A full
+    scan's are those it found created, changed or deleted (None when it is incomplete); an
+    incremental one's, every path it looked at again."""
     generation: int = 0
     """The store's checkpoint count, this one included (store.py `touched_since`)."""
 
@@ -112,10 +115,15 @@ class Scanner:
     def scan(self, previous: dict[str, Entry], *, budget: bool = True) -> ScanResult:
         """`budget`: stop reading after `max_read_seconds`. Raises OSError when the
         workspace root itself cannot be opened."""
-        result = ScanResult({}, deadline=self._deadline(budget))
+        result = ScanResult({}, deadline=self._deadline(budget), touched=set())
         start = time.time_ns()
         root_fd = self._open_root()
         self._walk([(root_fd, "", None)], previous, result, start)
+        if result.complete:
+            assert result.touched is not None
+            result.touched |= previous.keys() - result.entries.keys()  # deleted
+        else:
+            result.touched = None  # paths it never reached are unknown
         return result
 
     def _open_root(self) -> int:
@@ -306,15 +314,14 @@ class Scanner:
         touched = result.touched
         for name in listing:
             rel = prefix + name
-            if touched is not None:
-                touched.add(rel)
             try:
                 st = lstat(name, dir_fd=fd)
             except FileNotFoundError:
                 continue  # gone while we looked
             mode = st.st_mode
             old = get(rel)
-            if stat.S_ISREG(mode):
+            kind = mode & _FORMAT  # stat.S_IFMT, inlined: this loop runs once per path
+            if kind == stat.S_IFREG:
                 if st.st_nlink > 1:
                     result.multi.add(rel)
                 # The hot path, inlined: an unchanged file is one lstat and a comparison.
@@ -327,9 +334,11 @@ class Scanner:
                     entries[rel] = old
                 else:
                     entries[rel] = made = self._file(fd, name, rel, st, result, start)
+                    if touched is not None:
+                        touched.add(rel)
                     if not made.fast and not made.racy:
                         result.slow.add(rel)  # not saved: read again by every scan
-            elif stat.S_ISDIR(mode):
+            elif kind == stat.S_IFDIR:
                 if (st.st_dev, st.st_ino) in self.exclude:
                     continue
                 if st.st_dev != self._root_dev:
@@ -338,9 +347,13 @@ class Scanner:
                     entries[rel] = old
                 else:
                     entries[rel] = Entry("d", mode & 0o7777)
+                    if touched is not None:
+                        touched.add(rel)
                 self._descend(fd, name, rel, result, stack)
-            elif stat.S_ISLNK(mode):
-                entries[rel] = self._link(fd, name, st, old, result, rel)
+            elif kind == stat.S_IFLNK:
+                entries[rel] = link = self._link(fd, name, st, old, result, rel)
+                if link is not old and touched is not None:
+                    touched.add(rel)
             else:
                 result.skipped.append(rel)  # FIFO, socket or device: never opened
 

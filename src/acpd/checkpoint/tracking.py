@@ -127,7 +127,7 @@ class Tracker:
                pre: Dirty) -> None:
         """Every change a full scan finds must have been reported (or re-stat'ed anyway)."""
         known = self.multi | self.slow
-        missed = [c.path for c in diff_manifests(manifest, result.entries)
+        missed = [c.path for c in diff_manifests(manifest, result.entries, result.touched)
                   if c.path not in known and not before.covers(c.path)
                   and not pre.covers(c.path) and not self.carry.covers(c.path)]
         if missed:
