@@ -195,6 +195,7 @@ class CommandJudge:
         if reason is not None:
             ctx.out.add("ask", "path.program-lookup", reason)
         if pins and name in PINNED:
+            ctx.rely(PINNED[name], f"a toolchain pin there makes {name} run what it names")
             reason = pin_finding(name, ctx.cwds or [ctx.cwd], ctx.roots)
             if reason is not None:
                 ctx.out.add("ask", "version.toolchain-pin", reason)
@@ -242,6 +243,9 @@ class CommandJudge:
             found += effects.move_out_findings((d for d, _ in mdl.deletes), mdl.moves_to,
                                                ctx.cwds, ctx.roots,
                                                dest_entry=mdl.moves_to in mdl.entries)
+        if mdl.trees and (not mdl.hidden or mdl.gitignore) and not ctx.sandboxed:
+            ctx.rely(treescan.IGNORE_FILES, f"{mdl.program} leaves out what ignore files "
+                     "and hidden names hide; a changed ignore file can bring a denied one back")
         if mdl.trees:  # the sandbox masks denied names, not a hard link's other name
             found += effects.tree_findings(
                 mdl.trees, ctx.cwds, ctx.paths, mdl.hidden, mdl.gitignore,

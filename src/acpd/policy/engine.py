@@ -189,6 +189,10 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             out.add("ask", "input.too-complex", f"the command is too complex to judge ({exc})")
         except OSError as exc:  # a file-system fact the judge could not read: a verdict
             _fs_error(out, exc)
+        stale = ctx.rewritten()
+        if stale is not None:
+            out.add("ask", "line.rewrites-checked-file", f"the line writes {stale[0]!r}, "
+                    f"which the judge read as it is now: {stale[1]}")
         if made > MAX_WORDS:  # even sandboxed: the sandbox does not bound memory
             out.add("ask", "input.expansion", f"brace expansion makes {made:,} words (over "
                     f"{MAX_WORDS:,}), which bash builds in memory before the command runs")
@@ -349,6 +353,8 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             ctx.out.add("ask", "path.too-long", f"a {mode} path of {len(raw)} characters")
             return
         literal = ctx.globs is not None and raw in ctx.globs.literal
+        if mode != "read":
+            ctx.wrote(raw)
         for cwd in ctx.cwds:
             hit = judge_path(raw, mode, cwd, ctx.paths, redirect=redirect, literal=literal,
                              entry=entry)
@@ -414,10 +420,19 @@ def _fs_error(out: Findings, exc: OSError) -> None:
             f"({exc.strerror or exc}: {exc.filename!r}); the command was not found safe")
 
 
+def _import_lazy() -> None:
+    """Modules the judge imports where first needed (import cycles): loaded with the policy,
+    so that a first decision's budget is not spent on imports."""
+    import acpd.policy.gitcopies
+    import acpd.policy.hardlinks
+    import acpd.policy.hookdirs  # noqa: F401
+
+
 def compile_policy(policy: Policy, *, check_examples: bool = True) -> CompiledPolicy:
     """Compile and validate; every rule's `match`/`not_match` examples must hold."""
     from acpd.policy.examples import example_errors
 
+    _import_lazy()
     compiled = CompiledPolicy(policy)
     if check_examples:
         errors = example_errors(compiled)

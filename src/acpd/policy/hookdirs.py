@@ -17,7 +17,10 @@ Rules:
   decision (memoised within one decision only); a config that cannot be read with certainty
   asks.
 - A write at or beneath a hooks directory counts; when the hooks directory is the work tree's
-  top (or above it), only a file directly in it named like a hook counts.
+  top (or above it), only a file directly in it named like a hook counts. So does a write of
+  the file a hook links to (`.git/hooks/pre-commit -> ../../scripts/pre-commit`, a common
+  set-up: the workspace file is what git runs). A hook's other hard-linked names are the
+  hard-link check's (`hardlinks.py`).
 - Only writes inside a workspace root are looked at (outside ones are judged as outside).
 """
 
@@ -35,6 +38,7 @@ from acpd.policy.sandbox import decision_links, inside
 class _Memo(threading.local):
     owner: object | None = None
     dirs: dict[str, tuple[tuple[str, str], ...] | str] | None = None
+    links: dict[str, dict[str, str]] | None = None
 
 
 _memo = _Memo()
@@ -57,7 +61,33 @@ def hooks_write(lexical: str, real: str, raw: str, roots: tuple[str, ...]
                 if _lands(form, top, hooks):
                     return ("deny", "path.git-hooks", f"write of {raw} lands in the git hooks "
                             f"directory {hooks} (core.hooksPath): git runs these files as code")
+            hook = _linked_hook(real, hooks)
+            if hook is not None:
+                return ("deny", "path.git-hooks", f"write of {raw} changes the git hook "
+                        f"{hook}, a link to it: git runs it as code")
     return None
+
+
+def _linked_hook(real: str, hooks: str) -> str | None:
+    """The hook in `hooks` that is a symbolic link resolving to `real` (`.git/hooks/pre-commit
+    -> ../../scripts/pre-commit`: the workspace file is the hook's code). Read once per
+    decision: one listing of the directory, a resolution per link."""
+    owner = decision_links()
+    if owner is None or _memo.owner is not owner or _memo.links is None:
+        _memo.owner, _memo.dirs, _memo.links = owner, None, {}
+    targets = _memo.links.get(hooks)
+    if targets is None:
+        targets = {}
+        try:
+            with os.scandir(hooks) as it:
+                for e in it:
+                    if e.name in HOOKS and e.is_symlink():
+                        targets[os.path.realpath(e.path)] = e.path
+        except OSError:
+            pass
+        if owner is not None:
+            _memo.links[hooks] = targets
+    return targets.get(real)
 
 
 def _lands(path: str, top: str, hooks: str) -> bool:
@@ -73,6 +103,8 @@ def _dirs(start: str) -> tuple[tuple[str, str], ...] | str:
     a string says why it cannot be told."""
     owner = decision_links()
     if owner is None or _memo.owner is not owner or _memo.dirs is None:
+        if _memo.owner is not owner:
+            _memo.links = None
         _memo.owner, _memo.dirs = owner, {}
     memo = _memo.dirs
     hit = memo.get(start)

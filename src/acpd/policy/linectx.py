@@ -4,7 +4,8 @@ expansion, bounded) or a line into the texts to judge (`variants`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import fnmatch
+from collections.abc import Callable, Iterable
 
 from acpd.policy import budget as budget_mod
 from acpd.policy import contexts, globs
@@ -25,8 +26,8 @@ class Ctx:
     per decision, on the hot path)."""
 
     __slots__ = ("cctx", "cwd", "cwds", "functions", "given_roots", "globs", "home", "line",
-                 "matched_only", "only_rule", "out", "path_rules", "resolved_roots",
-                 "rules_for", "sandboxed", "scope", "trust")
+                 "matched_only", "only_rule", "out", "path_rules", "relied", "resolved_roots",
+                 "rules_for", "sandboxed", "scope", "trust", "written")
 
     def __init__(self, cwd: str, given_roots: tuple[str, ...], home: str, trust: Trust,
                  rules_for: Callable[[tuple[str, ...], str], PathRules], out: Findings, *,
@@ -53,6 +54,35 @@ class Ctx:
         """This decision's pathname expansion, made on the first glob word."""
         self.resolved_roots: tuple[str, ...] | None = None
         self.path_rules: PathRules | None = None
+        self.written: set[str] | None = None
+        """The names (last components) of the paths the line writes."""
+        self.relied: dict[str, str] | None = None
+        """Names of files a check read on disk before the line ran -> what relied on them."""
+
+    def wrote(self, raw: str) -> None:
+        if self.written is None:
+            self.written = set()
+        self.written.add(raw.rstrip("/").rpartition("/")[2])
+
+    def rely(self, names: Iterable[str], why: str) -> None:
+        """A check judged by these files as they are now (`.gitignore`, `rust-toolchain`)."""
+        if self.relied is None:
+            self.relied = {}
+        for name in names:
+            self.relied.setdefault(name.rpartition("/")[2], why)
+
+    def rewritten(self) -> tuple[str, str] | None:
+        """(a name the line writes, what relied on it) when a check of this line read a
+        file the line itself may write: in any order, since a later loop round, a pipeline
+        or a background job can run the writer first."""
+        if not self.written or not self.relied:
+            return None
+        for name in self.written:
+            pattern = any(c in name for c in "*?[")
+            for relied, why in self.relied.items():
+                if name == relied or (pattern and fnmatch.fnmatchcase(relied, name)):
+                    return name, why
+        return None
 
     @property
     def roots(self) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from acpd.pathglob import glob_regex
 from acpd.policy.decision import Verdict
+from acpd.policy.gitdirs import git_dir_write
 from acpd.policy.words import DYN
 
 _DEV_FD = re.compile(r"/dev/fd/\d+")
@@ -515,14 +516,18 @@ def _stricter(first: Judged, second: Judged) -> Judged:
 
 def _place(raw: str, mode: str, lexical: str, real: str, rules: PathRules,
            entry: str | None) -> Judged:
-    """What the path's place says: a hooks directory in the work tree, a hard link to a
-    denied file, outside the roots."""
+    """What the path's place says: a hooks directory in the work tree, a git directory not
+    named `.git`, a hard link to a denied file, outside the roots."""
     if mode != "read" and rules.roots:  # core.hooksPath in the work tree (hookdirs.py)
         from acpd.policy.hookdirs import hooks_write
 
         found_hook = hooks_write(lexical, real, raw, rules.roots)
         if found_hook is not None:
             return found_hook
+    if mode != "read":  # git directories by content, wherever they are (gitdirs.py)
+        found_git = git_dir_write(lexical, real, raw)
+        if found_git is not None:
+            return found_git
     deny = rules.deny_read if mode == "read" else rules.deny_write
     if deny and entry is None:
         found = _hardlinks()(real, mode, rules)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from acpd.pathglob import glob_regex
+from acpd.policy.gitdirs import is_git_directory
 from acpd.policy.sandbox import PathRules, inside, matches
 from acpd.readcap import read_upto
 
@@ -44,7 +45,10 @@ class TreeFacts(NamedTuple):
 
 def _walk(start: str, limit: int, hidden: bool, rules: PathRules | None,
           skip_git: bool, ignored: Ignored | None = None,
-          links_only: bool = False) -> TreeFacts:
+          links_only: bool = False, unhidden: frozenset[str] = frozenset()) -> TreeFacts:
+    """`unhidden`: when hidden entries are skipped, the name patterns that are not (what
+    `!` lines of ignore files re-include); raises _Reincluded for an ignore file met in the
+    walk that re-includes more."""
     count = 0
     git: str | None = None
     denied: str | None = None
@@ -63,7 +67,12 @@ def _walk(start: str, limit: int, hidden: bool, rules: PathRules | None,
                         if skip_git:
                             continue
                     if not hidden and name.startswith("."):
-                        continue
+                        if name in IGNORE_FILES:
+                            more = _whitelists(entry.path)
+                            if more is None or not more <= unhidden:
+                                raise _Reincluded(more)
+                        if not any(fnmatch.fnmatchcase(name, p) for p in unhidden):
+                            continue
                     if ignored is not None and ignored(entry.path, _is_dir(entry, True)):
                         continue
                     if rules is not None and denied is None:
@@ -132,11 +141,120 @@ def denied_in_tree(path: str, rules: PathRules, *, hidden: bool = True,
     their other names)."""
     if not os.path.isdir(path):  # a link to a directory is scanned (grep -r follows it)
         return None
+    unhidden: frozenset[str] | None = frozenset()
+    if gitignore or not hidden:
+        unhidden = reincluded(path)
+        if unhidden is None:
+            hidden, gitignore = True, False
     ignored = gitignore_matcher(path, rules.roots) if gitignore else None
+    if ignored is not None and unhidden:  # a `!` line may re-include what .gitignore ignores
+        ignored = _unless_named(ignored, path, unhidden)
     if names is not None:
         ignored = _both(ignored, names) if ignored is not None else names
-    return _walk(path, limit, hidden, rules, skip_git=True, ignored=ignored,
+    for _ in range(MAX_RESCANS):
+        try:
+            return _walk(path, limit, hidden, rules, skip_git=True, ignored=ignored,
+                         links_only=links_only, unhidden=unhidden or frozenset())
+        except _Reincluded as more:  # a nested ignore file re-includes more hidden names
+            unhidden = None if more.names is None or unhidden is None else \
+                unhidden | more.names
+            hidden = hidden or unhidden is None
+    return _walk(path, limit, True, rules, skip_git=True, ignored=ignored,
                  links_only=links_only)
+
+
+MAX_RESCANS = 4
+
+
+def _unless_named(ignored: Ignored, top: str, names: frozenset[str]) -> Ignored:
+    """`ignored`, except for an entry that a name pattern matches, or that lies under one."""
+    base = top.rstrip("/") + "/"
+
+    def skipped(path: str, is_dir: bool) -> bool:
+        if not ignored(path, is_dir):
+            return False
+        rel = path[len(base):] if path.startswith(base) else path
+        return not any(fnmatch.fnmatchcase(part, name)
+                       for part in rel.split("/") for name in names)
+
+    return skipped
+
+
+class _Reincluded(Exception):
+    """A walk that skips hidden entries met an ignore file that re-includes more of them."""
+
+    def __init__(self, names: frozenset[str] | None) -> None:
+        super().__init__()
+        self.names = names
+
+
+def reincluded(path: str) -> frozenset[str] | None:
+    """The name patterns that `!` lines of the ignore files rg obeys for a walk of `path`
+    re-include (rg searches a hidden file, or one .gitignore ignores, that such a line
+    names); None: any name may be. Read now: `.ignore`, `.rgignore` and `.gitignore` in
+    `path` and every directory above it (rg reads parents' ignore files), the repository's
+    `info/exclude` and the user's global excludes files."""
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    files = [os.path.join(xdg, "git", "ignore"), *_excludes_files(home)]
+    cur = path
+    while True:
+        files += [os.path.join(cur, n) for n in IGNORE_FILES]
+        git = os.path.join(cur, ".git")
+        if os.path.isdir(git):
+            files.append(os.path.join(git, "info", "exclude"))
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            break
+        cur = parent
+    names: frozenset[str] = frozenset()
+    for file in files:
+        found = _whitelists(file)
+        if found is None:
+            return None
+        names |= found
+    return names
+
+
+def _excludes_files(home: str) -> list[str]:
+    """core.excludesFile of the user's git config (as written: `~/` expanded)."""
+    from acpd.policy.githooks import config_entries
+
+    try:
+        with open(os.path.join(home, ".gitconfig"), "rb") as fh:
+            text = read_upto(fh, MAX_GITIGNORE).decode("utf-8", "replace")
+    except OSError:
+        return []
+    found = []
+    for section, _key, value in config_entries(text, frozenset({"excludesfile"})):
+        if section == "core":
+            found.append(os.path.join(home, value[2:]) if value.startswith("~/") else value)
+    return found
+
+
+def _whitelists(path: str) -> frozenset[str] | None:
+    """The components of the `!` patterns of the ignore file at `path` (none when it is
+    missing); None when it cannot be read whole, or a pattern is not a plain glob (an
+    escape)."""
+    try:
+        with open(path, "rb") as fh:
+            data = read_upto(fh, MAX_GITIGNORE)
+    except (FileNotFoundError, NotADirectoryError):
+        return frozenset()
+    except OSError:
+        return None
+    if len(data) > MAX_GITIGNORE:
+        return None
+    names = set()
+    for raw in data.decode("utf-8", "replace").split("\n"):
+        line = raw.strip()
+        if not line.startswith("!"):
+            continue
+        parts = [part for part in line[1:].split("/") if part and part != "**"]
+        if not parts or any("\\" in part for part in parts):
+            return None
+        names.update(parts)  # a hidden directory on the way is entered too
+    return frozenset(names)
 
 
 def _both(first: Ignored, second: Ignored) -> Ignored:
@@ -329,13 +447,7 @@ def foreign_repository(path: str, roots: tuple[str, ...]) -> str | None:
         marker = os.path.join(cur, ".git")
         if os.path.lexists(marker):
             return marker
-        if _git_dir_shaped(cur):
+        if is_git_directory(cur):
             return cur
         cur = os.path.dirname(cur)
     return None
-
-
-def _git_dir_shaped(directory: str) -> bool:
-    """Looser than git's own test (which also checks HEAD's content): any HEAD will do."""
-    return all(os.path.lexists(os.path.join(directory, name))
-               for name in ("HEAD", "objects", "refs"))

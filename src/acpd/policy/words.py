@@ -180,18 +180,40 @@ def _parse_braced(body: str, quoted: bool) -> Seg:
     return Dyn("unparsed ${...}", quoted)
 
 
+_TILDE = re.compile(r"~([^/\\'\"$`]*)(?=/|$)")
+"""A tilde-prefix: up to the first slash, with nothing quoted or expanded in it."""
+_STACK_PREFIX = re.compile(r"[+-]?[0-9]*")
+_STACK = "\x00stack"
+
+
+def tilde_place(prefix: str, home: str) -> str | None:
+    """What bash puts for `~PREFIX`: HOME; a user's home from the password database (read
+    now); `_STACK` for `~+`, `~-` and `~N` (the working directory, OLDPWD, the directory
+    stack: not known here); None when it stays as written (no such user)."""
+    if not prefix:
+        return home
+    if _STACK_PREFIX.fullmatch(prefix):
+        return _STACK
+    import pwd
+
+    try:
+        return pwd.getpwnam(prefix).pw_dir
+    except (KeyError, ValueError):  # ValueError: a NUL in the name
+        return None
+
+
 def lex(text: str, home: str) -> list[Seg]:
     """Split the source text of one shell word into literal and expansion segments."""
     segs: list[Seg] = []
     i, n = 0, len(text)
     if text.startswith("~"):
-        m = re.match(r"~([A-Za-z0-9_.\-]*)(?=/|$)", text)
+        m = _TILDE.match(text)
         if m:
-            if m.group(1) == "":
-                segs.append(Lit(home, True))
-            else:
-                segs.append(Lit("/home/" + m.group(1) if m.group(1) != "root" else "/root", True))
-            i = m.end()
+            place = tilde_place(m.group(1), home)
+            if place is not None:
+                segs.append(Dyn("a directory stack entry (~+, ~-, ~N)", False)
+                            if place is _STACK else Lit(place, True))
+                i = m.end()
     while i < n:
         ch = text[i]
         if not len(segs) & 1023 and segs:  # a 64 KiB word is thousands of segments
