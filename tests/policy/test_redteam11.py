@@ -209,3 +209,18 @@ def test_tilde_prefixes_are_what_bash_makes_of_them(default: CompiledPolicy, ws:
     assert any(os.path.join(me.pw_dir, "notes") in r for r in reasons), reasons
     assert both(default, ws, home, "cat ~no-such-user-acpd/x") == ("allow", "allow")
     assert (ws / "~no-such-user-acpd").exists() is False  # relative, inside: as bash reads it
+
+
+# ---- the file tools and /tmp -----------------------------------------------------------------
+
+def test_the_file_tools_do_not_write_the_hosts_tmp(default: CompiledPolicy, ws: Path,
+                                                   home: Path, tmp_path: Path) -> None:
+    """`/tmp/**` is the sandbox's private /tmp; the file tools have none, and the host's holds
+    other daemons' run directories and the parents of workspaces under /tmp."""
+    for path in ("/tmp/acpd-run-x/y", str(tmp_path / ".ignore"), str(tmp_path / "HEAD")):
+        found = prejudge(default, "core__write", {"path": path, "content": "x"}, str(ws),
+                         (str(ws),))
+        assert found is not None and found.verdict != "allow", path
+    assert judge(default, ws, home, "echo x > /tmp/acpd-run-x-y", sandboxed=True)[0] == "allow"
+    assert prejudge(default, "core__write", {"path": "notes.txt", "content": "x"}, str(ws),
+                    (str(ws),)) is None

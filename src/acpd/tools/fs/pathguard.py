@@ -15,7 +15,9 @@ Rules, in the order they apply:
   created or swapped after the decision is judged on what it points to now.
 - Deny patterns of the mode (deny_read / deny_write) refuse; a permission rule of the tool
   that denies refuses; one that asks needs the user's approval of this call. Outside the
-  workspace roots, read_roots / write_roots allow, then outside_read / outside_write decide:
+  workspace roots, read_roots / write_roots allow (write roots under /tmp excepted: the
+  sandbox's private /tmp, which the file tools do not have), then outside_read /
+  outside_write decide:
   "ask" at run time is satisfied only by the user's approval of this call (`ToolContext.
   approved`); a path that became an outside path after the decision is refused.
 - Hard links: a regular file with more than one link is judged with its other names, by the
@@ -77,8 +79,17 @@ def _compiled(policy: CompiledPolicy, roots: tuple[str, ...], home: str) -> Path
     return PathRules(
         roots,
         compile_patterns(p.deny_read, home), compile_patterns(p.deny_write, home),
-        compile_patterns(p.read_roots, home), compile_patterns(p.write_roots, home),
+        compile_patterns(p.read_roots, home),
+        compile_patterns(tuple(r for r in p.write_roots if not _private_tmp(r)), home),
         p.outside_read, p.outside_write)
+
+
+def _private_tmp(pattern: str) -> bool:
+    """A write root under /tmp: for a sandboxed command that is its workspace's private /tmp
+    (docs/sandbox.md); the file tools run outside the sandbox, where it would be the host's
+    shared /tmp (other daemons' run directories, the parents of workspaces under /tmp). So
+    for them such a path is outside the roots, judged by `outside_write`."""
+    return pattern == "/tmp" or pattern.startswith("/tmp/")
 
 
 @dataclass(frozen=True, slots=True)
