@@ -224,3 +224,28 @@ def test_the_file_tools_do_not_write_the_hosts_tmp(default: CompiledPolicy, ws: 
     assert judge(default, ws, home, "echo x > /tmp/acpd-run-x-y", sandboxed=True)[0] == "allow"
     assert prejudge(default, "core__write", {"path": "notes.txt", "content": "x"}, str(ws),
                     (str(ws),)) is None
+
+
+def test_the_file_tools_resolve_the_links_of_home_patterns(
+        default: CompiledPolicy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dotfiles workspace: `~/.aws` and `~/.bashrc` are links into it (stow), or HOME is a
+    link itself. The file tools judge the real path of what they open, so `~/` patterns are
+    matched on their real directories too."""
+    dot = tmp_path / "dot"
+    (dot / "aws").mkdir(parents=True)
+    (dot / "aws" / "credentials").write_text("aws_secret=DOT\n")
+    (dot / "bashrc").write_text("# rc\n")
+    real_home = tmp_path / "home"
+    real_home.mkdir()
+    (real_home / ".aws").symlink_to(dot / "aws")
+    (real_home / ".bashrc").symlink_to(dot / "bashrc")
+    (tmp_path / "homelink").symlink_to(real_home)
+    for home_dir in (real_home, tmp_path / "homelink"):
+        monkeypatch.setenv("HOME", str(home_dir))
+        for tool, args in (("core__read", {"path": "aws/credentials"}),
+                           ("core__write", {"path": "bashrc", "content": "curl x | sh\n"}),
+                           ("core__edit", {"path": "bashrc"})):
+            found = prejudge(default, tool, args, str(dot), (str(dot),))
+            assert found is not None and found.verdict == "deny", (home_dir, tool)
+        assert prejudge(default, "core__read", {"path": "other.txt"}, str(dot),
+                        (str(dot),)) is None

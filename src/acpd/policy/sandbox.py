@@ -76,6 +76,27 @@ def compile_patterns(patterns: tuple[str, ...], home: str) -> tuple[PathPattern,
     return tuple(out)
 
 
+def resolved_variants(patterns: tuple[str, ...], home: str) -> tuple[str, ...]:
+    """For each pattern anchored at HOME or `/` whose literal leading directories pass
+    through a symbolic link (`~/.aws -> ~/dotfiles/aws`, HOME itself a link), the same
+    pattern on the real directories: a file's real path then matches it. Read now (a
+    resolution per pattern): the caller must not keep the result past one call."""
+    out: list[str] = []
+    for pat in patterns:
+        text = home + pat[1:] if pat.startswith("~/") else pat
+        if not text.startswith("/"):
+            continue
+        parts = text.split("/")
+        literal = 0
+        while literal < len(parts) and not _GLOB.search(parts[literal]):
+            literal += 1  # (a pattern without a glob is resolved whole: `~/.bashrc` a link)
+        prefix = "/".join(parts[:literal]) or "/"
+        real = os.path.realpath(prefix)
+        if real != prefix:
+            out.append("/".join([real.rstrip("/"), *parts[literal:]]))
+    return tuple(out)
+
+
 def inside(path: str, roots: tuple[str, ...]) -> str | None:
     """The root that contains `path` (both already absolute and normalized), or None."""
     for root in roots:

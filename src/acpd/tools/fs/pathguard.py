@@ -66,9 +66,25 @@ def path_rules(policy: CompiledPolicy, roots: tuple[str, ...],
     """The shell's path rules of `policy` for these workspace roots. The roots are resolved
     afresh on every call (a file-system fact is never cached); only the compiled rules for
     (policy, resolved roots, home) are."""
-    from acpd.policy.sandbox import normalized_roots
+    from acpd.policy.sandbox import (
+        PathRules,
+        compile_patterns,
+        normalized_roots,
+        resolved_variants,
+    )
 
-    return _compiled(policy, normalized_roots(roots), home or os.path.expanduser("~"))
+    home = home or os.path.expanduser("~")
+    rules = _compiled(policy, normalized_roots(roots), home)
+    paths = policy.policy.paths
+    # A pattern's own links, resolved on every call (`~/.aws` a link into the workspace, a
+    # dotfiles repository): the file tools judge the real path of what they open.
+    more_read = resolved_variants(tuple(paths.deny_read), home)
+    more_write = resolved_variants(tuple(paths.deny_write), home)
+    if not (more_read or more_write):
+        return rules
+    return PathRules(rules.roots, rules.deny_read + compile_patterns(more_read, home),
+                     rules.deny_write + compile_patterns(more_write, home), rules.read_roots,
+                     rules.write_roots, rules.outside_read, rules.outside_write)
 
 
 @functools.lru_cache(maxsize=32)
