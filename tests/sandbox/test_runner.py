@@ -52,6 +52,19 @@ async def test_a_repository_created_at_the_root_is_reported(tmp_path: Path) -> N
     assert not any("created a git repository" in n for n in again.sandbox_notes)
 
 
+async def test_a_root_made_a_git_directory_is_reported(tmp_path: Path) -> None:
+    """Plain writes of HEAD, objects/ and refs/ make the root itself a git directory, whose
+    config the user's next `git status` there obeys (red-team 11 F3)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    result = await run(ws, "mkdir -p objects refs/heads && echo 'ref: refs/heads/main' > HEAD"
+                           " && printf '[core]\\n\\tfsmonitor = true\\n' > config")
+    assert result.exit_code == 0, result.output
+    assert any("itself a git directory" in n for n in result.sandbox_notes)
+    assert not any("itself a git directory" in n
+                   for n in (await run(ws, "true")).sandbox_notes)
+
+
 async def test_timeout_and_cancel_end_every_process(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()

@@ -33,6 +33,7 @@ from typing import Any
 import anyio.to_thread
 
 from acpd.daemon import envscrub, tmpdirs
+from acpd.policy.gitdirs import is_git_directory
 from acpd.sandbox.build import build_confinement
 from acpd.sandbox.bwrap import head_args, open_pins, tail_args
 from acpd.sandbox.launch import bash_argv
@@ -54,20 +55,27 @@ class Confined:
     label: str
     """What the card and the audit say: "bwrap", "bwrap (incomplete)", "none: <why>"."""
     without_git: tuple[str, ...] = ()
-    """Workspace roots and cwd that had no `.git` before the command."""
+    """Workspace roots and cwd that had no `.git`, and were no git directory, before the
+    command."""
 
     @property
     def notes(self) -> tuple[str, ...]:
         return self.conf.notes if self.conf is not None else ()
 
     def notes_after(self) -> tuple[str, ...]:
-        """The notes, plus a warning for a repository the command created: its hooks and
-        config were written in the sandbox, but git outside it (the user's, the editor's)
-        would run them."""
-        created = [d for d in self.without_git if os.path.lexists(os.path.join(d, ".git"))]
-        return self.notes + tuple(
-            f"the command created a git repository at {d}/.git: review its hooks and config "
-            "before running git there" for d in created)
+        """The notes, plus a warning for a repository the command created, or a root or cwd
+        it turned into a git directory: its hooks and config were written in the sandbox,
+        but git outside it (the user's, the editor's) would run them."""
+        notes = list(self.notes)
+        for d in self.without_git:
+            if os.path.lexists(os.path.join(d, ".git")):
+                notes.append(f"the command created a git repository at {d}/.git: review its "
+                             "hooks and config before running git there")
+            elif is_git_directory(d):  # HEAD, objects/, refs/ written into the root itself
+                notes.append(f"the command made {d} itself a git directory (HEAD, objects, "
+                             "refs): git run there obeys its config and hooks; review them "
+                             "before running git there")
+        return tuple(notes)
 
     async def start_in_parent(self, command: str, env: dict[str, str]
                               ) -> ParentProcess | None:
@@ -124,13 +132,15 @@ def keep_private(directory: str | os.PathLike[str]) -> None:
 
 def _build(roots: tuple[str, ...], rules: PathRules, cwd: str
            ) -> tuple[Confinement, tuple[str, ...]]:
-    """The confinement, and the roots (and cwd) that have no `.git` yet. Reads the disk."""
+    """The confinement, and the roots (and cwd) that have no `.git` yet and are not git
+    directories themselves. Reads the disk."""
     conf = build_confinement(roots, rules, cwd=cwd, hidden=tuple(_private))
     tmp = workspace_tmp(conf.roots)
     if tmp is not None:
         conf = dataclasses.replace(conf, tmp_dir=tmp)
     places = dict.fromkeys((*conf.roots, conf.cwd))
-    return conf, tuple(d for d in places if not os.path.lexists(os.path.join(d, ".git")))
+    return conf, tuple(d for d in places if not os.path.lexists(os.path.join(d, ".git"))
+                       and not is_git_directory(d))
 
 
 def policy_rules(shell: Any) -> RulesSource:
