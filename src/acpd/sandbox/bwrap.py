@@ -3,16 +3,17 @@
 Mount order matters: later mounts cover earlier ones. The whole file system read-only, a
 minimal /dev, a /proc of the sandbox's own PID namespace, a private tmpfs on /tmp; then the
 writable places (workspace roots, declared write paths); then what must stay read-only inside
-them (git hooks/config/info, deny_write matches); last the masks (a `deny_read` file becomes an
-unreadable empty node, a directory an empty tmpfs of mode 0555), so no bind re-exposes what a
-mask covers. Namespaces: user (and no nested ones: `--disable-userns`), PID (bubblewrap's init
-is PID 1 and the command its child: when the command ends the init does, and the kernel kills
-every process in the namespace, `setsid` and double forks included. Not `--as-pid-1`, though
-it saves about 1 ms: a PID 1 ignores every signal it has no handler for, even `kill -9 $$` from
-inside, so a script that aborts itself that way would go on), network unless allowed, IPC,
-UTS, cgroup where possible. `--die-with-parent`: killing bwrap (cancel, timeout, an editor's
-terminal/kill) kills the sandbox. `--new-session`: the command has no controlling terminal, so
-it cannot push input into the terminal it runs in (TIOCSTI).
+them (git hooks/config/info, hooks directories and what hooks link to, deny_write matches) and
+the hook names that must not be created (/dev/null over each); last the masks (a `deny_read`
+file becomes an unreadable empty node, a directory an empty tmpfs of mode 0555), so no bind
+re-exposes what a mask covers. Namespaces: user (and no nested ones: `--disable-userns`), PID
+(bubblewrap's init is PID 1 and the command its child: when the command ends the init does,
+and the kernel kills every process in the namespace, `setsid` and double forks included. Not
+`--as-pid-1`, though it saves about 1 ms: a PID 1 ignores every signal it has no handler for,
+even `kill -9 $$` from inside, so a script that aborts itself that way would go on), network
+unless allowed, IPC, UTS, cgroup where possible. `--die-with-parent`: killing bwrap (cancel,
+timeout, an editor's terminal/kill) kills the sandbox. `--new-session`: the command has no
+controlling terminal, so it cannot push input into the terminal it runs in (TIOCSTI).
 """
 
 from __future__ import annotations
@@ -148,6 +149,8 @@ def tail_args(conf: Confinement) -> list[str]:
     argv = git_args(conf)
     for path in conf.read_only:
         argv += ["--ro-bind", path, path]
+    for path in conf.stub_files:
+        argv += ["--ro-bind", "/dev/null", path]  # bubblewrap creates it (mode 0444) first
     for path in conf.mask_files:
         argv += ["--ro-bind", "/dev/null", path]
     for path in conf.mask_dirs:

@@ -29,6 +29,9 @@ def seatbelt_profile(conf: Confinement, tmpdir: str) -> str:
                  + ")")
     if conf.read_only:
         lines.append("(deny file-write* " + " ".join(_rule(p) for p in conf.read_only) + ")")
+    if conf.stub_files:  # no mount point needed: the path just cannot be created
+        lines.append("(deny file-write* " + " ".join(f"(literal {quote(p)})"
+                                                     for p in conf.stub_files) + ")")
     masked = [f"(literal {quote(p)})" for p in conf.mask_files]
     masked += [f"(subpath {quote(p)})" for p in conf.mask_dirs]
     if masked:

@@ -71,7 +71,8 @@ def request_of(conf: Confinement, argv: Sequence[str], env: dict[str, str]) -> b
         env = {**env, "TMPDIR": "/tmp"}
     return json.dumps({
         "argv": list(argv), "env": env, "cwd": conf.cwd, "pinned": list(conf.pinned),
-        "read_only": list(conf.read_only), "mask_files": list(conf.mask_files),
+        "read_only": list(conf.read_only), "stub_files": list(conf.stub_files),
+        "mask_files": list(conf.mask_files),
         "mask_dirs": list(conf.mask_dirs), "reexpose": list(conf.reexpose),
     }).encode()
 

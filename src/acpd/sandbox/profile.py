@@ -23,14 +23,21 @@ class Confinement:
     """Extra writable directories (the policy's `write_roots` that are real directories)."""
     pinned: tuple[str, ...] = ()
     """Writable directories bound onto themselves so they cannot be renamed or replaced
-    (every git directory found: `mv .git x; git init` would bring fresh hooks)."""
+    (every git directory found: `mv .git x; git init` would bring fresh hooks; every
+    directory between a root and a hooks directory or a hook's target kept read-only in it:
+    `mv tools t2; mkdir -p tools/git/hooks`)."""
     git_read_only: tuple[str, ...] = ()
     """Git directories bound read-only whole (after the pins), when the rules say
     `git_writes = False`; `git_writable` entries of them are then bound back writable."""
     git_writable: tuple[str, ...] = ()
     """Directories inside `git_read_only` ones bound back writable (objects, refs, logs...)."""
     read_only: tuple[str, ...] = ()
-    """Paths inside writable places made read-only: git hooks/config/info, `deny_write` matches."""
+    """Paths inside writable places made read-only: git hooks/config/info, hooks directories
+    (`core.hooksPath`), the files hooks link to, configs git includes, `deny_write` matches."""
+    stub_files: tuple[str, ...] = ()
+    """Missing files that must not appear (a hook name in a hooks directory that is a work
+    tree's top, a config git would include): /dev/null bound read-only there. The mount
+    point, an empty file, is created (as bubblewrap creates every missing mount point)."""
     mask_files: tuple[str, ...] = ()
     """Files replaced by an empty, unreadable node (`deny_read` matches)."""
     mask_dirs: tuple[str, ...] = ()
@@ -72,7 +79,7 @@ class Confinement:
 
 
 _PATHS = ("roots", "write_paths", "pinned", "git_read_only", "git_writable", "read_only",
-          "mask_files", "mask_dirs", "reexpose", "tool_dirs")
+          "stub_files", "mask_files", "mask_dirs", "reexpose", "tool_dirs")
 _FLAGS = ("network", "private_tmp", "complete")
 
 

@@ -19,10 +19,10 @@ Rules, in the order a command meets them:
   tmpfs is shared with the parent's other commands, so it is made read-only: no command
   replaces a node for the next one), then applies the profile: pins (a git directory
   opened without following links, checked to be the path the walk found, bound onto itself
-  by descriptor), read-only binds (recursive, read-only, nosuid, nodev), masks (/dev/null
-  over a file, an empty 0555 tmpfs over a directory, resolver paths bound back), the cwd. A
-  mount that fails ends the command before it starts ("F"): nothing runs with part of its
-  profile.
+  by descriptor), read-only binds (recursive, read-only, nosuid, nodev), stubs (/dev/null
+  where a hook must not appear, the empty file made first), masks (/dev/null over a file,
+  an empty 0555 tmpfs over a directory, resolver paths bound back), the cwd. A mount that
+  fails ends the command before it starts ("F"): nothing runs with part of its profile.
 - The init mounts a /proc of its own namespace (no other command, and not the parent, is
   visible), covers the writable /proc files as bubblewrap does, drops every capability
   (bounding set, ambient, permitted, effective, inheritable; no_new_privs), becomes
@@ -140,13 +140,15 @@ def _reply(fd: int) -> socket.socket:
 
 
 def apply_profile(request: dict[str, object]) -> None:
-    """Pins, read-only binds, masks, cwd: the order of bwrap.py's argv (later mounts cover
-    earlier ones). Raises OSError when a mount fails (the command does not run)."""
+    """Pins, read-only binds, stubs, masks, cwd: the order of bwrap.py's argv (later mounts
+    cover earlier ones). Raises OSError when a mount fails (the command does not run)."""
     for path in _paths(request, "pinned"):
         _pin(path)
     for path in _paths(request, "read_only"):
         sc.mount(path, path, None, sc.MS_BIND | sc.MS_REC)
         sc.mount_setattr(sc.AT_FDCWD, path, sc.AT_RECURSIVE, RO_FLAGS)
+    for path in _paths(request, "stub_files"):
+        _stub(path)
     for path in _paths(request, "mask_files"):
         try:
             sc.mount("/dev/null", path, None, sc.MS_BIND)
@@ -157,6 +159,17 @@ def apply_profile(request: dict[str, object]) -> None:
     for path in _paths(request, "mask_dirs"):
         _mask_dir(path, [p for p in reexpose if p.startswith(path.rstrip("/") + "/")])
     os.chdir(str(request["cwd"]))
+
+
+def _stub(path: str) -> None:
+    """/dev/null bound read-only where a file must not appear, the mount point made first
+    when missing (an empty file of mode 0444, with its parents, as bubblewrap does)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                         | os.O_CLOEXEC, 0o444))
+    sc.mount("/dev/null", path, None, sc.MS_BIND)
+    sc.mount_setattr(sc.AT_FDCWD, path, 0, RO_FLAGS)
 
 
 def _pin(path: str) -> None:
