@@ -12,6 +12,10 @@ What is enforced where:
   where another mount of the same file system shows it (a bind mount of the workspace
   elsewhere: aliases.py).
 - `deny_write`: inside writable places only (everything else is read-only anyway).
+- Git hooks: every hooks directory git may use for each repository found (`core.hooksPath`
+  included), what hooks link to, the configs git includes: read-only or uncreatable where they
+  lie in a writable place, their parents pinned (hooks.py); what cannot be told or kept makes
+  the profile incomplete.
 - `write_roots`: `X/**` or `X` naming a real directory is bound writable; `/tmp` is the
   command's private tmpfs instead of the shared one; globs elsewhere are not enforceable.
 - HOME caches (`CACHE_DIRS`: ~/.cache or $XDG_CACHE_HOME, ~/.npm, cargo's registry and git
@@ -36,6 +40,7 @@ import os
 from collections.abc import Iterable, Sequence
 
 from acpd.sandbox.aliases import aliases, read_mounts
+from acpd.sandbox.hooks import keep_hooks
 from acpd.sandbox.links import linked_names
 from acpd.sandbox.paths import real_dir, real_path
 from acpd.sandbox.profile import Confinement
@@ -110,38 +115,49 @@ def build_confinement(
     if found.truncated:
         notes.append(f"the workspace walk stopped after {walk_limit} entries: files past it "
                      "that deny_read names are not masked")
-    mask_dirs = _outermost([*found.mask_dirs, *found.empty_dirs, *socket_dirs])
+    git_writes = rules.git_writes and os.environ.get(GIT_ENV, "").lower() != "read-only"
+    kept = keep_hooks(found, real_roots, (*real_roots, *write_paths), home, git_writes)
+    notes += kept.notes
+    # What git runs later first: past READ_ONLY_LIMIT, deny_write matches are dropped first.
+    found.read_only[:0] = kept.read_only
+    fixed = (*found.read_only, *(() if git_writes else found.git_dirs))
+    back = () if git_writes else tuple(found.git_writable)
+    empty_dirs = _creatable([*found.empty_dirs, *kept.empty_dirs], fixed, back)
+    mask_dirs = _outermost([*found.mask_dirs, *empty_dirs, *socket_dirs])
     hiding_root = [d for d in mask_dirs if any(_under_any(r, (d,)) for r in real_roots)]
     if hiding_root:
         notes.append(f"deny_read names the workspace itself ({hiding_root[0]}): not masked")
         mask_dirs = tuple(d for d in mask_dirs if d not in hiding_root)
     mask_files = _outside(found.mask_files, mask_dirs)
     read_only = _outside(found.read_only, mask_dirs)
+    stub_files = _outside(_creatable(kept.stub_files, fixed, back), mask_dirs)
     masks = len(mask_files) + len(mask_dirs)
-    within = masks <= MASK_LIMIT and len(read_only) <= READ_ONLY_LIMIT
+    binds = len(read_only) + len(stub_files)
+    within = masks <= MASK_LIMIT and binds <= READ_ONLY_LIMIT
     if masks > MASK_LIMIT:
         notes.append(f"{masks} deny_read matches to mask: only the first {MASK_LIMIT} are "
                      "(bubblewrap takes no more arguments)")
-    if len(read_only) > READ_ONLY_LIMIT:
-        notes.append(f"{len(read_only)} paths to make read-only: only the first "
+    if binds > READ_ONLY_LIMIT:
+        notes.append(f"{binds} paths to make read-only: only the first "
                      f"{READ_ONLY_LIMIT} are")
     mask_dirs = mask_dirs[:MASK_LIMIT]
-    pinned = _outside(found.git_dirs, mask_dirs)
-    git_writes = rules.git_writes and os.environ.get(GIT_ENV, "").lower() != "read-only"
+    git_pins = _outside(found.git_dirs, mask_dirs)
+    pinned = _dedupe([*git_pins, *sorted(_outside(kept.pins, mask_dirs), key=len)])
     return Confinement(
         cwd=real_path(cwd),
         roots=real_roots,
         write_paths=write_paths,
         pinned=pinned,
-        git_read_only=pinned if not git_writes else (),
+        git_read_only=git_pins if not git_writes else (),
         git_writable=_outside(found.git_writable, mask_dirs) if not git_writes else (),
         read_only=read_only[:READ_ONLY_LIMIT],
+        stub_files=stub_files[:max(0, READ_ONLY_LIMIT - len(read_only))],
         mask_files=mask_files[:max(0, MASK_LIMIT - len(mask_dirs))],
         mask_dirs=mask_dirs,
         reexpose=reexpose,
         tool_dirs=tool_dirs,
         network=rules.allow_network,
-        complete=not found.truncated and within and linked.complete,
+        complete=not found.truncated and within and linked.complete and kept.complete,
         notes=tuple(notes),
         walked=found.walked,
     )
@@ -280,6 +296,22 @@ def _outside(paths: Iterable[str], dirs: Sequence[str]) -> tuple[str, ...]:
         if cur not in every:
             kept.append(path)
     return tuple(kept)
+
+
+def _creatable(paths: Iterable[str], fixed: Sequence[str], writable: Sequence[str]
+               ) -> list[str]:
+    """Missing mount points (an empty hooks directory, a stub) that can be made: not under
+    a read-only place (`fixed`, unless under one of `writable` in it), where bubblewrap could
+    not create them and every command would fail; nothing can be created there anyway."""
+    every = set(fixed)
+    out = []
+    for path in paths:
+        cur = path
+        while cur not in every and cur not in ("/", ""):
+            cur = os.path.dirname(cur)
+        if cur not in every or _under_any(path, writable):
+            out.append(path)
+    return out
 
 
 def _under_any(path: str, parents: Sequence[str]) -> bool:

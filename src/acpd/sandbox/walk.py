@@ -19,7 +19,9 @@ bare repo, a linked worktree's admin directory under `.git/worktrees`): what git
 in it (`GIT_CODE`) becomes read-only (a missing `hooks` or `info` becomes an empty read-only
 directory), and the git directory itself is pinned
 (bound onto itself: a mount point cannot be renamed, so `mv .git old && git init` fails). A
-`.git` file (a pointer to a git directory elsewhere) is read-only.
+`.git` file (a pointer to a git directory elsewhere) is read-only. Every directory holding a
+`.git` is noted (`work_trees`): hooks.py keeps what else git runs later (`core.hooksPath`
+directories, what hooks link to, included configs).
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ class Found:
     git_dirs: list[str] = field(default_factory=list)
     git_writable: list[str] = field(default_factory=list)
     """`GIT_WRITABLE` entries of the git directories found (real directories, not links)."""
+    work_trees: list[str] = field(default_factory=list)
+    """Directories holding a `.git` entry (a directory, a file or a link): hooks.py finds
+    each one's repository as git would, and the hooks directories it uses."""
     walked: int = 0
     truncated: bool = False
     files: list[tuple[str, int, dict[int, list[str]]]] = field(default_factory=list)
@@ -73,6 +78,7 @@ class Found:
         self.empty_dirs += other.empty_dirs
         self.git_dirs += other.git_dirs
         self.git_writable += other.git_writable
+        self.work_trees += other.work_trees
         self.walked += other.walked
 
 
@@ -256,6 +262,8 @@ def _visit(entry: os.DirEntry[str], path: str, rel: str, deny_read: Matcher,
         is_dir = not is_link and entry.is_dir(follow_symlinks=False)
     except OSError:
         return False
+    if entry.name == ".git":
+        found.work_trees.append(os.path.dirname(path))
     if is_link:
         if deny_read.match(path, rel):
             mask_target(path, found)
