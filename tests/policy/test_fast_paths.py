@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from acpd.policy import parse as parse_mod
 from acpd.policy.argspec import SPECS, path_args, scan
 from acpd.policy.blocklist import BLOCKED_ENV, env_blocked
+from acpd.policy.budget import TooComplex
 from acpd.policy.sandbox import Prefilter, _join, _normpath, compile_patterns, matches
 from acpd.policy.words import expand, expand_segments, simple_value
 from acpd.policy.wrappers import WRAPPERS, unwrap
@@ -22,7 +23,13 @@ WORD_CHARS = "ab-_./:=,+@%^ '\"$`\\{}*?[]~!#\n\t"
 @given(st.text(alphabet=WORD_CHARS, max_size=12))
 def test_simple_value_is_what_expansion_gives(word: str) -> None:
     value = simple_value(word)
-    general = expand_segments(word, {}, "/home/u")
+    try:
+        general = expand_segments(word, {}, "/home/u")
+    except TooComplex:  # (the judge asks): never a word with a simple value
+        assert value is None
+        with pytest.raises(TooComplex):
+            expand(word, {}, "/home/u")
+        return
     if value is not None:
         assert general == (((value,),), False, False)
     assert expand(word, {}, "/home/u") == general

@@ -249,3 +249,22 @@ def test_the_file_tools_resolve_the_links_of_home_patterns(
             assert found is not None and found.verdict == "deny", (home_dir, tool)
         assert prejudge(default, "core__read", {"path": "other.txt"}, str(dot),
                         (str(dot),)) is None
+
+
+def test_links_inside_a_home_pattern_directory_are_followed_by_the_file_tools(
+        default: CompiledPolicy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GNU stow links single files when `~/.aws` already exists: `~/.aws/credentials` then
+    points into the dotfiles workspace (red-team 12, F8)."""
+    dot = tmp_path / "dot"
+    (dot / "aws").mkdir(parents=True)
+    (dot / "aws" / "credentials").write_text("aws_secret=DOT\n")
+    home_dir = tmp_path / "home"
+    (home_dir / ".aws" / "cli").mkdir(parents=True)
+    (home_dir / ".aws" / "credentials").symlink_to(dot / "aws" / "credentials")
+    (home_dir / ".aws" / "cli" / "w").symlink_to(dot / "w")
+    monkeypatch.setenv("HOME", str(home_dir))
+    (dot / "w").mkdir()
+    for path in ("aws/credentials", "w/x"):
+        found = prejudge(default, "core__read", {"path": path}, str(dot), (str(dot),))
+        assert found is not None and found.verdict == "deny", path
+    assert prejudge(default, "core__read", {"path": "aws/other"}, str(dot), (str(dot),)) is None

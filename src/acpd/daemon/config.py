@@ -93,6 +93,9 @@ class ProvidersConfig(Section):
 DEFAULT_ENV_BLOCKLIST = (
     "*API_KEY*", "*APIKEY*", "*ACCESS_KEY*", "*ACCESSKEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*",
     "*PASSWD*", "*CREDENTIAL*", "*PRIVATE_KEY*", "*PRIVATEKEY*", "*AUTH*",
+    # Where `cd -` and a relative `cd` go (the judge asks for both; without them bash
+    # has no OLDPWD to go back to and no CDPATH to search).
+    "OLDPWD", "CDPATH",
 )
 
 

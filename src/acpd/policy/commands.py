@@ -20,7 +20,7 @@ import re
 import shutil
 from typing import TYPE_CHECKING
 
-from acpd.policy import effects, gitobjects, programs, renames, treescan
+from acpd.policy import effects, gitdirs, gitobjects, programs, renames, treescan
 from acpd.policy.argspec import Scan, path_args, scan
 from acpd.policy.blocklist import BLOCKED_BUILTINS, SHELLS
 from acpd.policy.cdphysical import cd_destination, cd_operands
@@ -149,6 +149,45 @@ class CommandJudge:
         for finding in gitobjects.command_findings(base, args, mdl, ctx):  # git's objects
             out.add(*finding)
 
+    def _landed(self, lands: list[tuple[str, str, bool]], ctx: _Ctx) -> None:
+        """What a recursive copy or a move brings under its destination, looked at now
+        (bounded): a source that lands at DEST/its name (DEST a directory) is judged as that
+        entry's write; the names of a source tree feed the line's rewrite check (an ignore
+        file, a toolchain pin), a `HEAD` among them asks as a HEAD write does, and a landed
+        path that is top-level, has a name git obeys, or that a path pattern may name is
+        judged as a write."""
+        for source, dest, into in lands:
+            for cwd in ctx.cwds:
+                top = effects.absolute(source, cwd)
+                base = effects.absolute(dest, cwd)
+                name = os.path.basename(source.rstrip("/"))  # as written: `src/.` is its files
+                prefix = os.path.join(base, name) if into and name not in ("", ".", "..") \
+                    and os.path.isdir(base) else base
+                if prefix != base:
+                    self._path(prefix, "write", ctx, entry="entry")
+                names = treescan.tree_names(top, treescan.SCAN_LIMIT)
+                if names is None:
+                    continue  # not a directory: nothing lands below it
+                if names.over:
+                    ctx.wrote("*")
+                    ctx.out.add("ask", "path.tree-too-big", f"{source} is too big to list what "
+                                "it brings under the destination")
+                    continue
+                self._landed_tree(source, prefix, names.paths, ctx)
+
+    def _landed_tree(self, source: str, prefix: str, paths: list[str], ctx: _Ctx) -> None:
+        for rel in paths:
+            leaf = rel.rpartition("/")[2]
+            ctx.wrote(leaf)
+            if leaf == "HEAD":
+                ctx.out.add("ask", "path.git-head", f"{source} holds {rel}: a file named HEAD, "
+                            "with objects/ and refs/ beside it, makes its directory a git "
+                            "directory, whose config git obeys")
+            landed = os.path.join(prefix, rel)
+            if "/" not in rel or leaf in gitdirs.CODE_FILES or leaf in gitdirs.CODE_DIRS or \
+                    ctx.paths.write_filter.may_match(landed, ctx.roots):
+                self._path(landed, "write", ctx)
+
     def _special(self, base: str, args: list[str], ctx: _Ctx) -> bool:
         """Shells, network programs, cd: their own findings; True when judged in full."""
         out = ctx.out
@@ -163,6 +202,9 @@ class CommandJudge:
         if base == "cd" or base == "pushd":
             operands, physical = cd_operands(args) if base == "cd" else (args, False)
             target = operands[0] if operands else ctx.home
+            if target == "-":  # OLDPWD: inherited, or set by a cd the judge may not see
+                out.add("ask", "path.dynamic", f"{base} - goes to OLDPWD, which is not known "
+                        "before running: the paths after it could be anywhere")
             if DYN not in target and target != "-":
                 new = cd_destination(ctx.cwd, target, physical)
                 if new not in ctx.cwds:
@@ -256,6 +298,8 @@ class CommandJudge:
             found += effects.tree_findings(links, ctx.cwds, ctx.paths, True)
         if mdl.copies:
             found += effects.copy_findings(mdl.copies, ctx.cwds, self.settings.max_delete_files)
+        if mdl.lands:
+            self._landed(mdl.lands, ctx)
         if mdl.program == "git" and (mdl.git_dirs or ctx.cwds != [ctx.cwd] or (
                 ctx.cwd != ctx.given_roots[0] and ctx.cwd != ctx.roots[0])):
             for d in mdl.git_dirs:

@@ -28,7 +28,7 @@ Finding = tuple[Verdict, str, str]
 _GLOB_CHARS = ("*", "?", "[")
 
 
-def _absolute(raw: str, cwd: str) -> str:
+def absolute(raw: str, cwd: str) -> str:
     """`os.path.normpath(os.path.join(cwd, raw))` (cwd absolute), without the work for a
     path that is already normal."""
     path = raw if raw.startswith("/") else (cwd + raw if cwd.endswith("/") else
@@ -39,7 +39,7 @@ def _absolute(raw: str, cwd: str) -> str:
 def _scan_root(raw: str, cwd: str) -> str:
     """The directory to scan for a tree word: a glob (`c*`, `src/*/x`) is replaced by the
     deepest directory above its first glob component, which holds everything it can name."""
-    path = _absolute(raw, cwd)
+    path = absolute(raw, cwd)
     if not any(c in path for c in _GLOB_CHARS):
         return path
     parts = path.split("/")
@@ -76,7 +76,7 @@ def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home
     one by one), per cwd the line may run in."""
     for raw, recursive in deletes:
         for cwd in cwds:
-            path = _absolute(raw, cwd)
+            path = absolute(raw, cwd)
             if protected is None:
                 protected = protected_paths(home, roots)
             hit = _protected_hit(path, protected, raw)
@@ -130,12 +130,12 @@ def move_out_findings(sources: Iterable[str], dest: str, cwds: list[str],
     points to a directory (then the sources move into it); `dest_entry` (-T): replaced."""
     found: list[Finding] = []
     for cwd in cwds:
-        target = _absolute(dest, cwd)
+        target = absolute(dest, cwd)
         real = entry_real(target, dest, dest=not dest_entry)
         if inside(target, roots) and inside(real, roots):
             continue
         for raw in sources:
-            if inside(_absolute(raw, cwd), roots):
+            if inside(absolute(raw, cwd), roots):
                 found.append(("ask", "destroy.move-out",
                               f"mv takes {raw} out of the workspace"))
     return found
@@ -182,7 +182,7 @@ def copy_findings(copies: Iterable[str], cwds: list[str], limit: int) -> list[Fi
 def git_repository_findings(dirs: list[str], cwds: list[str],
                             roots: tuple[str, ...]) -> list[Finding]:
     found: list[Finding] = []
-    places = [_absolute(d, cwd) for d in dirs for cwd in cwds] if dirs else cwds
+    places = [absolute(d, cwd) for d in dirs for cwd in cwds] if dirs else cwds
     for place in places:
         for form in {place, resolve(place)}:
             other = foreign_repository(form, roots)

@@ -57,7 +57,7 @@ def code_in_git_dir(path: str) -> tuple[str, str] | None:
     if name in CODE_FILES and is_git_directory(parent):
         return parent, name
     parts = path.split("/")
-    for k in range(1, len(parts) - 1):
+    for k in range(1, len(parts)):  # the hooks/info entry itself too (moved, replaced)
         if parts[k] in CODE_DIRS:
             candidate = "/".join(parts[:k]) or "/"
             if is_git_directory(candidate):

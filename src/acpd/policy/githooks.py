@@ -90,7 +90,7 @@ def hooks_that_run(sub: str, sub_args: list[str], cwd: str, home: str) -> str | 
         repo = find_repository(cwd)
         if repo is None:
             return None
-        for directory in _hook_dirs(repo.top, repo.git_dir, home):
+        for directory in hook_dirs(repo.top, repo.git_dir, home):
             found = _existing_hook(directory, names)
             if found is not None:
                 return (f"git {sub} would run the hook {found}, which can run code from the "
@@ -120,27 +120,35 @@ def _lists(args: list[str], listing: tuple[str, ...]) -> bool:
 def hook_dirs(top: str, git_dir: str, home: str) -> list[str]:
     """Every directory git may take hooks from (`$GIT_DIR/hooks` and each core.hooksPath);
     raises Uncertain (also used by hookdirs.py: writes there are denied)."""
-    return _hook_dirs(top, git_dir, home)
+    return hooks_and_includes(top, git_dir, home)[0]
 
 
-def _hook_dirs(top: str, git_dir: str, home: str) -> list[str]:
+def hooks_and_includes(top: str, git_dir: str, home: str) -> tuple[list[str], list[str]]:
+    """The hooks directories (see `hook_dirs`), and every file the configs git reads here
+    include (`include.path`, `includeIf.*.path`, whatever the condition, transitively): git
+    obeys those as its config. Raises Uncertain."""
     configs = [os.path.join(git_dir, "config"), os.path.join(git_dir, "config.worktree"),
                os.path.join(home, ".gitconfig"),
                os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"),
                             "git", "config"),
                SYSTEM_CONFIG]
     dirs = [os.path.join(git_dir, "hooks")]
+    includes: list[str] = []
     for config in configs:
-        for value in _hooks_paths(config, home, 0):
+        for kind, value in _hooks_paths(config, home, 0):
+            if kind == "include":
+                includes.append(value)
+                continue
             if DYN in value:
                 raise Uncertain("core.hooksPath is not known before running")
             expanded = os.path.join(home, value[2:]) if value.startswith("~/") else value
             dirs.append(os.path.normpath(os.path.join(top, expanded)))
-    return dirs
+    return dirs, includes
 
 
-def _hooks_paths(path: str, home: str, depth: int) -> Iterator[str]:
-    """Every core.hooksPath in the config file `path` and the files it includes."""
+def _hooks_paths(path: str, home: str, depth: int) -> Iterator[tuple[str, str]]:
+    """("hooks", each core.hooksPath) in the config file `path` and the files it includes,
+    and ("include", each included file's normalized path)."""
     if depth > MAX_INCLUDE_DEPTH:
         raise Uncertain(f"config includes nested past {MAX_INCLUDE_DEPTH} at {path}")
     text = _read(path)
@@ -148,10 +156,11 @@ def _hooks_paths(path: str, home: str, depth: int) -> Iterator[str]:
         return
     for section, key, value in config_entries(text, WANTED):
         if section == "core" and key == "hookspath":
-            yield value
+            yield "hooks", value
         elif key == "path" and (section == "include" or section.startswith("includeif")):
             included = os.path.join(home, value[2:]) if value.startswith("~/") else value
-            included = os.path.join(os.path.dirname(path), included)
+            included = os.path.normpath(os.path.join(os.path.dirname(path), included))
+            yield "include", included
             yield from _hooks_paths(included, home, depth + 1)
 
 

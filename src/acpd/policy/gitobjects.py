@@ -369,6 +369,8 @@ def command_findings(program: str, args: list[str], mdl: Model | None,
         found += walk_findings(program, args, mdl.trees, ctx.cwds, ctx.paths, mdl.hidden,
                                (mdl.include, mdl.exclude, mdl.exclude_dirs))
     globbed = ctx.globs is not None and (mdl is None or bool(mdl.reads))
+    if creates_unseen(program, args) is not None:
+        ctx.wrote("*")  # any name: what a checkout or an archive writes is not on the line
     hit = line_finding(program, args, walks, globbed, lambda: ctx.paths)
     if hit is not None:
         found.append(hit)

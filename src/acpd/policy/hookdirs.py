@@ -28,16 +28,17 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import NamedTuple
 
 from acpd.policy.decision import Verdict
-from acpd.policy.githooks import HOOKS, Uncertain, hook_dirs
+from acpd.policy.githooks import HOOKS, Uncertain, hooks_and_includes
 from acpd.policy.programs.git_index import Unreadable, find_repository
 from acpd.policy.sandbox import decision_links, inside
 
 
 class _Memo(threading.local):
     owner: object | None = None
-    dirs: dict[str, tuple[tuple[str, str], ...] | str] | None = None
+    dirs: dict[str, Found | str] | None = None
     links: dict[str, dict[str, str]] | None = None
 
 
@@ -56,9 +57,15 @@ def hooks_write(lexical: str, real: str, raw: str, roots: tuple[str, ...]
         if isinstance(found, str):
             return ("ask", "path.git-hooks", f"write of {raw}: cannot tell where git's hooks "
                     f"are ({found})")
-        for top, hooks in found:
+        for include in found.includes:
+            if real == include or lexical == include:
+                return ("deny", "path.git-config", f"write of {raw} changes {include}, which "
+                        "git's config includes: git obeys it as its config")
+        for top, hooks in found.pairs:
+            real_hooks = os.path.realpath(hooks)  # `.git/hooks -> ../githooks`
             for form in forms:
-                if _lands(form, top, hooks):
+                if _lands(form, top, hooks) or (real_hooks != hooks and _lands(
+                        form, os.path.realpath(top), real_hooks)):
                     return ("deny", "path.git-hooks", f"write of {raw} lands in the git hooks "
                             f"directory {hooks} (core.hooksPath): git runs these files as code")
             hook = _linked_hook(real, hooks)
@@ -98,9 +105,16 @@ def _lands(path: str, top: str, hooks: str) -> bool:
     return True
 
 
-def _dirs(start: str) -> tuple[tuple[str, str], ...] | str:
-    """(work tree top, hooks directory) pairs for the repository git finds from `start`;
-    a string says why it cannot be told."""
+class Found(NamedTuple):
+    pairs: tuple[tuple[str, str], ...]
+    """(work tree top, hooks directory)."""
+    includes: tuple[str, ...]
+    """Real paths of the files the configs include."""
+
+
+def _dirs(start: str) -> Found | str:
+    """The hooks directories and config includes for the repository git finds from
+    `start`; a string says why they cannot be told."""
     owner = decision_links()
     if owner is None or _memo.owner is not owner or _memo.dirs is None:
         if _memo.owner is not owner:
@@ -110,10 +124,16 @@ def _dirs(start: str) -> tuple[tuple[str, str], ...] | str:
     hit = memo.get(start)
     if hit is not None:
         return hit
+    result: Found | str
     try:
         repo = find_repository(start)
-        result: tuple[tuple[str, str], ...] | str = () if repo is None else tuple(
-            (repo.top, d) for d in hook_dirs(repo.top, repo.git_dir, os.path.expanduser("~")))
+        if repo is None:
+            result = Found((), ())
+        else:
+            dirs, includes = hooks_and_includes(repo.top, repo.git_dir,
+                                                os.path.expanduser("~"))
+            result = Found(tuple((repo.top, d) for d in dirs),
+                           tuple(os.path.realpath(i) for i in includes))
     except (Unreadable, Uncertain) as exc:
         result = str(exc)
     if owner is not None:

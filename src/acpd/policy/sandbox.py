@@ -94,7 +94,43 @@ def resolved_variants(patterns: tuple[str, ...], home: str) -> tuple[str, ...]:
         real = os.path.realpath(prefix)
         if real != prefix:
             out.append("/".join([real.rstrip("/"), *parts[literal:]]))
+        if literal < len(parts) and pat.startswith("~/") and prefix != home.rstrip("/"):
+            out.extend(_linked_out(real))  # a HOME directory's files: links among them
     return tuple(out)
+
+
+LINK_SCAN = 512
+
+
+def _linked_out(directory: str) -> list[str]:
+    """Patterns for where the links under `directory` point (GNU stow links single files,
+    `~/.aws/credentials -> ~/dotfiles/aws/credentials`, when `~/.aws` exists), at most
+    LINK_SCAN entries looked at; past that the rest is not seen (the sandbox masks them)."""
+    found: list[str] = []
+    stack, seen = [directory], 0
+    while stack and seen < LINK_SCAN:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for entry in it:
+                    seen += 1
+                    if seen > LINK_SCAN:
+                        break
+                    if entry.is_symlink():
+                        target = _glob_literal(os.path.realpath(entry.path))
+                        found += [target, target + "/**"]
+                    elif entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+        except OSError:
+            continue
+    return found
+
+
+def _glob_literal(path: str) -> str:
+    """`path` as a pattern that matches it: itself, `*` and `?` in a class; with a `[` (no
+    class can hold one here), its longest directory without one, whole."""
+    if "[" in path:
+        return path[:path.index("[")].rpartition("/")[0] + "/**"
+    return _GLOB.sub(lambda m: f"[{m.group(0)}]", path)
 
 
 def inside(path: str, roots: tuple[str, ...]) -> str | None:

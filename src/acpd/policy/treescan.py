@@ -427,6 +427,36 @@ def _union(parts: list[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{p})" for p in parts), re.DOTALL) if parts else None
 
 
+class TreeNames(NamedTuple):
+    paths: list[str]
+    """Every entry below the directory, relative ("a", "a/b"), in no order."""
+    over: bool
+    """More than the limit: `paths` holds only some."""
+
+
+def tree_names(path: str, limit: int) -> TreeNames | None:
+    """The entries under `path` if it is a directory (links to directories are listed, not
+    entered below it), up to `limit`; None when it is not a directory."""
+    if not os.path.isdir(path):
+        return None
+    found: list[str] = []
+    stack = [("", path)]
+    while stack:
+        rel, top = stack.pop()
+        try:
+            with os.scandir(top) as it:
+                for entry in it:
+                    if len(found) >= limit:
+                        return TreeNames(found, True)
+                    name = f"{rel}{entry.name}"
+                    found.append(name)
+                    if _is_dir(entry, False):
+                        stack.append((name + "/", entry.path))
+        except OSError:
+            continue
+    return TreeNames(found, False)
+
+
 def tree_facts(path: str, limit: int) -> TreeFacts | None:
     """Entries under `path` (a directory, not followed if a link) and any `.git` among them."""
     if os.path.islink(path) or not os.path.isdir(path):

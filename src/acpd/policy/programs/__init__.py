@@ -143,10 +143,11 @@ def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Mod
         # A destination directory: each source lands at DIR/its name, which the path policy
         # judges too (`cp -t secrets x` writes secrets/x, which deny_read may name). cp writes
         # through a link, so a destination that is a link to a file is judged the same way.
-        # (mv replaces a non-directory destination's entry: its landed names are not added.)
-        dests.extend(os.path.join(dest, os.path.basename(s.rstrip("/"))) for s in sources
-                     if os.path.basename(s.rstrip("/")) not in ("", ".", ".."))
+        dests.extend(_landed_names(sources, dest))
     if kind == "move":
+        # What lands under DEST (DEST/its name when DEST is a directory, and a moved tree's
+        # files) is looked at on disk (commands.py `_landed`).
+        m.lands.extend((s, dest, not as_entry) for s in sources)
         m.entries.extend(sources)
         m.deletes.extend((s, False) for s in sources)  # HOME, ancestors (a rename: no count)
         m.moves_to = dest
@@ -167,6 +168,12 @@ def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Mod
     if recursive:
         m.trees.extend(sources)
         m.copies.extend(sources)
+        m.lands.extend((s, dest, True) for s in sources)
+
+
+def _landed_names(sources: list[str], dest: str) -> list[str]:
+    return [os.path.join(dest, os.path.basename(s.rstrip("/"))) for s in sources
+            if os.path.basename(s.rstrip("/")) not in ("", ".", "..")]
 
 
 def _name_filters(name: str, parsed: Parsed, m: Model) -> None:

@@ -43,8 +43,8 @@ class Model:
     is made per modelled command, on the hot path.)"""
 
     __slots__ = ("copies", "deletes", "dests", "detach", "entries", "exclude", "exclude_dirs",
-                 "findings", "git_dirs", "gitignore", "hidden", "include", "link_dirs", "links",
-                 "moves_to", "program", "reads", "trees", "unknown", "writes")
+                 "findings", "git_dirs", "gitignore", "hidden", "include", "lands", "link_dirs",
+                 "links", "moves_to", "program", "reads", "trees", "unknown", "writes")
 
     def __init__(self, program: str) -> None:
         self.program: str = program
@@ -62,6 +62,10 @@ class Model:
         matter)."""
         self.copies: list[str] = []
         """Trees copied elsewhere: a `.git` among them creates a repository (class 2)."""
+        self.lands: list[tuple[str, str, bool]] = []
+        """(source, destination, into) of a recursive copy or a move: what the source holds
+        lands under the destination, names the argv does not show (commands.py `_landed`);
+        `into`: under DEST/its name when DEST is a directory (no -T)."""
         self.hidden: bool = True
         """The tree reads include hidden files (rg without --hidden skips them)."""
         self.include: tuple[str, ...] = ()
