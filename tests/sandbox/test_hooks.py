@@ -423,3 +423,22 @@ def test_stubs_reach_every_backend(tmp_path: Path) -> None:
     assert argv[i - 2:i] == ["--ro-bind", "/dev/null"]
     assert '(deny file-write* (literal "/w/pre-push"))' in seatbelt_profile(conf, "/t")
     assert b'"stub_files": ["/w/pre-push"]' in request_of(conf, ["true"], {})
+
+
+def test_the_hooks_binds_count_toward_the_bound(repo: Path, home: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read-only paths, stubs and pins: past READ_ONLY_LIMIT bubblewrap would refuse every
+    command (a workspace can make as many repositories and hooks paths as it likes)."""
+    from acpd.sandbox import build
+
+    git(repo, "config", "core.hooksPath", "a/b/c/hooks")
+    hook_file(repo / "a" / "b" / "c" / "hooks" / "pre-commit")
+    whole = build_confinement((str(repo),), PathRules(), cwd=str(repo), home=str(home))
+    assert whole.complete
+    assert {str(repo / p) for p in ("a", "a/b", "a/b/c")} <= set(whole.pinned)
+    monkeypatch.setattr(build, "READ_ONLY_LIMIT", 4)
+    conf = build_confinement((str(repo),), PathRules(), cwd=str(repo), home=str(home))
+    assert not conf.complete
+    extra_pins = set(conf.pinned) - {str(repo / ".git")}
+    assert len(conf.read_only) + len(conf.stub_files) + len(extra_pins) <= 4
+    assert str(repo / "a" / "b" / "c" / "hooks") in conf.read_only  # hooks first

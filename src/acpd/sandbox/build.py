@@ -131,8 +131,11 @@ def build_confinement(
     mask_files = _outside(found.mask_files, mask_dirs)
     read_only = _outside(found.read_only, mask_dirs)
     stub_files = _outside(_creatable(kept.stub_files, fixed, back), mask_dirs)
+    git_dirs = set(found.git_dirs)
+    hook_pins = tuple(p for p in sorted(_outside(kept.pins, mask_dirs), key=len)
+                      if p not in git_dirs)
     masks = len(mask_files) + len(mask_dirs)
-    binds = len(read_only) + len(stub_files)
+    binds = len(read_only) + len(stub_files) + len(hook_pins)
     within = masks <= MASK_LIMIT and binds <= READ_ONLY_LIMIT
     if masks > MASK_LIMIT:
         notes.append(f"{masks} deny_read matches to mask: only the first {MASK_LIMIT} are "
@@ -142,7 +145,8 @@ def build_confinement(
                      f"{READ_ONLY_LIMIT} are")
     mask_dirs = mask_dirs[:MASK_LIMIT]
     git_pins = _outside(found.git_dirs, mask_dirs)
-    pinned = _dedupe([*git_pins, *sorted(_outside(kept.pins, mask_dirs), key=len)])
+    room = max(0, READ_ONLY_LIMIT - len(read_only))
+    pinned = (*git_pins, *hook_pins[:max(0, room - len(stub_files))])
     return Confinement(
         cwd=real_path(cwd),
         roots=real_roots,
@@ -151,7 +155,7 @@ def build_confinement(
         git_read_only=git_pins if not git_writes else (),
         git_writable=_outside(found.git_writable, mask_dirs) if not git_writes else (),
         read_only=read_only[:READ_ONLY_LIMIT],
-        stub_files=stub_files[:max(0, READ_ONLY_LIMIT - len(read_only))],
+        stub_files=stub_files[:room],
         mask_files=mask_files[:max(0, MASK_LIMIT - len(mask_dirs))],
         mask_dirs=mask_dirs,
         reexpose=reexpose,
