@@ -8,7 +8,11 @@ What is enforced where:
   masked directly, a glob is walked from its literal prefix). `**/` patterns outside the
   roots cannot be found without walking the whole disk: the note says so.
 - Hard links: every other name a denied file has inside the roots is masked as well; names
-  outside them make the profile incomplete (links.py). Every masked path is masked again
+  outside them make the profile incomplete (links.py).
+- Symlinks inside a masked directory (`~/.aws/credentials -> ~/dotfiles/aws/credentials`,
+  stow's per-file links): what each points to is masked as well, wherever it lies (links.py).
+  A masked directory that is a root or holds one (a pattern naming the workspace, a denied
+  link to `/`) is not masked: the profile is incomplete. Every masked path is masked again
   where another mount of the same file system shows it (a bind mount of the workspace
   elsewhere: aliases.py).
 - `deny_write`: inside writable places only (everything else is read-only anyway).
@@ -97,8 +101,9 @@ def build_confinement(
         walk_root(root, deny_read, deny_write, found, walk_limit)
     _absolute_masks(rules.deny_read, home, deny_read, found, notes, walk_limit)
     linked = linked_names(found, _outermost(
-        [d for d in found.mask_dirs if not any(_under_any(r, (d,)) for r in real_roots)]))
+        [d for d in found.mask_dirs if not _holds_root(d, real_roots)]), real_roots)
     found.mask_files += linked.masks
+    found.mask_dirs += linked.mask_dirs
     notes += linked.notes
     if found.mask_files or found.mask_dirs:
         mounts = read_mounts()
@@ -123,11 +128,15 @@ def build_confinement(
     fixed = (*found.read_only, *(() if git_writes else found.git_dirs))
     back = () if git_writes else tuple(found.git_writable)
     empty_dirs = _creatable([*found.empty_dirs, *kept.empty_dirs], fixed, back)
-    mask_dirs = _outermost([*found.mask_dirs, *empty_dirs, *socket_dirs])
-    hiding_root = [d for d in mask_dirs if any(_under_any(r, (d,)) for r in real_roots)]
+    # A directory holding a root cannot be masked (the workspace would vanish). Dropped before
+    # `_outermost`: kept there, it would stand for every mask beneath it (`x.pem -> /` in the
+    # workspace would have unmasked ~/.ssh, /run and acpd's data).
+    candidates = [*found.mask_dirs, *empty_dirs, *socket_dirs]
+    hiding_root = sorted({d for d in candidates if _holds_root(d, real_roots)})
     if hiding_root:
-        notes.append(f"deny_read names the workspace itself ({hiding_root[0]}): not masked")
-        mask_dirs = tuple(d for d in mask_dirs if d not in hiding_root)
+        notes.append(f"deny_read names the workspace itself or a directory holding it "
+                     f"({hiding_root[0]}): not masked")
+    mask_dirs = _outermost([d for d in candidates if not _holds_root(d, real_roots)])
     mask_files = _outside(found.mask_files, mask_dirs)
     read_only = _outside(found.read_only, mask_dirs)
     stub_files = _outside(_creatable(kept.stub_files, fixed, back), mask_dirs)
@@ -161,7 +170,8 @@ def build_confinement(
         reexpose=reexpose,
         tool_dirs=tool_dirs,
         network=rules.allow_network,
-        complete=not found.truncated and within and linked.complete and kept.complete,
+        complete=(not found.truncated and within and linked.complete and kept.complete
+                  and not hiding_root),
         notes=tuple(notes),
         walked=found.walked,
     )
@@ -316,6 +326,10 @@ def _creatable(paths: Iterable[str], fixed: Sequence[str], writable: Sequence[st
         if cur not in every or _under_any(path, writable):
             out.append(path)
     return out
+
+
+def _holds_root(directory: str, roots: Sequence[str]) -> bool:
+    return any(_under_any(root, (directory,)) for root in roots)
 
 
 def _under_any(path: str, parents: Sequence[str]) -> bool:

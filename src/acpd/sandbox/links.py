@@ -1,4 +1,5 @@
-"""Other names of a `deny_read` file: hard links, masked like the file itself.
+"""Other names of a `deny_read` file: hard links, masked like the file itself; and what the
+symlinks inside a masked directory point to.
 
 A mask covers a path, but a file's content is reachable through every name of its inode: after
 `ln .env notes.txt` (made earlier, outside acpd) a command could read `notes.txt`, or a script
@@ -16,9 +17,20 @@ link count changes without any directory event near the file):
    is then *incomplete* and its note names the file. The same when the bounded walk inside a
    masked directory stops early.
 
-Symlinks need nothing here: mounts act on real paths, so a link to a masked file or into a
-masked directory reads the mask. The cost is one lstat per denied file, a listing of each
-masked directory, and a set intersection per workspace directory (C speed).
+Symlinks *to* a masked path need nothing: mounts act on real paths, so a link to a masked
+file or into a masked directory reads the mask. Symlinks *inside* a masked directory do: the
+mask hides the link, not what it points to. With GNU stow and an existing `~/.aws`,
+`~/.aws/credentials -> ~/dotfiles/aws/credentials`: `~/.aws` is masked, yet the dotfiles
+workspace's `aws/credentials` holds the secret under a name no pattern denies. So every symlink
+met while listing the masked directories (step 1) has its real target masked wherever it lies
+(the whole chain of links resolved): a file like a denied file (its hard links looked for as
+well), a directory like a denied directory (listed in turn, for its own links and hard links).
+A target that is a workspace root or holds one (a link to `/`, to HOME holding the workspace)
+cannot be masked without hiding the workspace: the profile is then *incomplete*, and says so.
+
+The cost is one lstat per denied file, a listing of each masked directory (and of each
+directory a link there points to), a realpath per link found, and a set intersection per
+workspace directory (C speed).
 """
 
 from __future__ import annotations
@@ -27,7 +39,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-from acpd.sandbox.walk import Found
+from acpd.sandbox.walk import Found, link_target
 
 INSIDE_LIMIT = 20_000
 """Entries looked at inside masked directories per command (listed, not stat'ed)."""
@@ -39,13 +51,17 @@ Key = tuple[int, int]
 @dataclass(slots=True)
 class Linked:
     masks: list[str] = field(default_factory=list)
-    """Other names of denied files inside the workspace roots: mask them too."""
+    """Other names of denied files inside the workspace roots, and the files symlinks inside
+    masked directories point to: mask them too."""
+    mask_dirs: list[str] = field(default_factory=list)
+    """The directories symlinks inside masked directories point to (real): mask them too."""
     notes: list[str] = field(default_factory=list)
     complete: bool = True
 
 
-def linked_names(found: Found, mask_dirs: tuple[str, ...]) -> Linked:
-    """The other names of the denied files in `found` (files, and inside `mask_dirs`)."""
+def linked_names(found: Found, mask_dirs: tuple[str, ...], roots: tuple[str, ...]) -> Linked:
+    """The other names of the denied files in `found` (files, and inside `mask_dirs`), and
+    what the symlinks inside `mask_dirs` point to. `roots`: the workspace roots (real)."""
     out = Linked()
     names: dict[Key, set[str]] = {}
     """Every name known for a denied file (its denied names, then the names found)."""
@@ -53,10 +69,11 @@ def linked_names(found: Found, mask_dirs: tuple[str, ...]) -> Linked:
     """Link counts, from an lstat: of each masked file, and of each other name found."""
     for path in found.mask_files:
         _note_file(path, names, links)
-    if not _inside_dirs(mask_dirs, names):
+    if not _inside_dirs(mask_dirs, roots, names, links, out):
         out.complete = False
         out.notes.append(f"more than {INSIDE_LIMIT} entries inside masked directories: "
-                         "hard links to the files past that are not looked for")
+                         "hard links to the files past that, and what symlinks there point "
+                         "to, are not looked for")
     by_dev: dict[int, set[int]] = {}
     for dev, ino in names:
         by_dev.setdefault(dev, set()).add(ino)
@@ -103,14 +120,20 @@ def _other_name(path: str, key: Key, names: dict[Key, set[str]], links: dict[Key
     out.masks.append(path)
 
 
-def _inside_dirs(mask_dirs: tuple[str, ...], names: dict[Key, set[str]]) -> bool:
+def _inside_dirs(mask_dirs: tuple[str, ...], roots: tuple[str, ...],
+                 names: dict[Key, set[str]], links: dict[Key, int], out: Linked) -> bool:
     """Note every file inside the masked directories by device and inode, from the directory
     entries (one stat per directory, none per file: any of them may have a name elsewhere,
-    the link count is read only for a name found). False past the bound."""
+    the link count is read only for a name found), and mask what each symlink there points
+    to (a directory is listed in turn). False past the bound."""
     budget = INSIDE_LIMIT
     stack = list(mask_dirs)
+    listed: set[str] = set()
     while stack:
         directory = stack.pop()
+        if directory in listed:
+            continue  # a link back to a directory already listed (a cycle, a second link)
+        listed.add(directory)
         try:
             dev = os.stat(directory, follow_symlinks=False).st_dev
             with os.scandir(directory) as it:
@@ -124,8 +147,31 @@ def _inside_dirs(mask_dirs: tuple[str, ...], names: dict[Key, set[str]]) -> bool
             try:
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
-                elif not entry.is_symlink():
+                elif entry.is_symlink():
+                    _mask_link_target(entry.path, roots, names, links, stack, out)
+                else:
                     names.setdefault((dev, entry.inode()), set()).add(entry.path)
             except OSError:
                 continue
     return True
+
+
+def _mask_link_target(path: str, roots: tuple[str, ...], names: dict[Key, set[str]],
+                      links: dict[Key, int], stack: list[str], out: Linked) -> None:
+    """`path`, a symlink inside a masked directory: mask its real target (a dangling link
+    has none to read)."""
+    target = link_target(path)
+    if target is None:
+        return
+    real, is_dir = target
+    if not is_dir:
+        out.masks.append(real)
+        _note_file(real, names, links)
+        return
+    if any(root == real or root.startswith(real.rstrip("/") + "/") for root in roots):
+        out.complete = False
+        out.notes.append(f"{path} (in a masked directory) links to {real}, which holds the "
+                         "workspace: it cannot be masked")
+        return
+    out.mask_dirs.append(real)
+    stack.append(real)

@@ -296,17 +296,27 @@ def _is_link(entry: os.DirEntry[str]) -> bool:
 
 def mask_target(path: str, found: Found) -> None:
     """Mask what `path` really names (a symlink's target), when it exists."""
+    target = link_target(path)
+    if target is not None:
+        (found.mask_dirs if target[1] else found.mask_files).append(target[0])
+
+
+def link_target(path: str) -> tuple[str, bool] | None:
+    """What `path` really names (every link on the way resolved) and whether it is a
+    directory; None when it does not exist (a dangling link: nothing to read) or is nothing
+    a read returns content from (a socket)."""
     real = existing_real(path)
     if real is None:
-        return  # dangling: nothing to read
+        return None
     try:
         mode = os.stat(real).st_mode
     except OSError:
-        return
+        return None
     if stat.S_ISDIR(mode):
-        found.mask_dirs.append(real)
-    elif stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode):
-        found.mask_files.append(real)
+        return real, True
+    if stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode):
+        return real, False
+    return None
 
 
 def _git_dir(directory: str, entries: list[os.DirEntry[str]], found: Found) -> None:
@@ -353,6 +363,7 @@ def walk_pattern_prefix(prefix: str, matcher: Matcher, found: Found, limit: int)
                 mask_target(entry.path, found)
             elif entry.is_dir(follow_symlinks=False):
                 if matcher.covers_subtree(entry.path, None):
-                    found.mask_dirs.append(entry.path)
+                    # Real: the prefix may be a link (`~/.ssh -> ~/dotfiles/ssh`).
+                    mask_target(entry.path, found)
                 else:
                     stack.append(entry.path)
