@@ -11,9 +11,12 @@ command (configs change without any event in the workspace):
   upward from the root), and every other git directory the walk found (a bare repository, a
   submodule's under `.git/modules`: its own directory stands for the work tree). A linked
   worktree's common directory counts as well (git reads its config and its hooks).
-- Hooks directories: `githooks.hook_dirs` (the policy's own list: `$GIT_DIR/hooks` and every
-  `core.hooksPath` in the repository's config and config.worktree, the user's, XDG and
-  system configs and every file they include, whatever the `includeIf` condition). One that
+- Hooks directories and included configs: `githooks.hooks_and_includes`, the policy's own
+  reader (`$GIT_DIR/hooks` and every `core.hooksPath` in the repository's config and
+  config.worktree, the user's, XDG and system configs and every file they include, whatever
+  the `includeIf` condition; and the list of those included files), so the sandbox keeps
+  exactly what the policy guards. For a linked worktree it is asked of the common directory
+  as well. One that
   lies in a writable place (a root, a write path) is bound read-only onto itself (a mount
   point cannot be removed or renamed either). A missing one: its first missing directory on
   the way (`tools` for a missing `tools/git/hooks`) becomes an empty read-only directory
@@ -37,7 +40,8 @@ command (configs change without any event in the workspace):
   inode is shared, so every other name the walk saw in the roots is read-only too; names
   elsewhere cannot be found without walking the disk: the profile is incomplete.
 - Configs: every file the repository's, the user's, XDG and system configs include
-  (`include.path`, `includeIf.*.path`, recursively), and the user's and XDG configs
+  (`include.path`, `includeIf.*.path`, recursively: `hooks_and_includes`' list), the
+  repository's config (and its common directory's), and the user's and XDG configs
   themselves, where they lie in a writable place (a dotfiles repository as the workspace, a
   repository that includes `../.gitconfig`): read-only, a missing one a stub. A command could
   otherwise name a new hooks directory there (or any other code: `core.fsmonitor`). A
@@ -54,17 +58,15 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-from acpd.policy.githooks import HOOKS, Uncertain, config_entries, hook_dirs
+from acpd.policy.githooks import HOOKS, Uncertain, config_entries, hooks_and_includes
+from acpd.policy.githooks import _read as read_config  # the one config reader: sized, capped
 from acpd.policy.programs.git_index import Unreadable, find_repository
 from acpd.sandbox.walk import Found
 
 MAX_REPOSITORIES = 256
 """Repositories looked at per command; past it the profile is incomplete."""
 MAX_LINKS = 40
-MAX_CONFIG = 1 << 20
-MAX_INCLUDE_DEPTH = 10
 MAX_NOTES = 3
-_PATH_KEY = frozenset({"path"})
 _WORKTREE_KEY = frozenset({"worktreeconfig"})
 
 
@@ -120,7 +122,7 @@ class _Keeper:
         """(link, the real directory holding it) met on the way to anything kept."""
         self.linked: dict[tuple[int, int], tuple[str, int]] = {}
         """Hooks with more than one name: (device, inode) -> (a name, the link count)."""
-        self.configs: dict[str, str | None] = {}
+        self.configs: set[str] = set()
         self.plain: set[str] = set(writable)
         """Real directories reached from `/` through no link (this build's)."""
         self.dirs: set[tuple[str, str]] = set()
@@ -161,27 +163,31 @@ class _Keeper:
         return list(pairs)
 
     def repository(self, top: str, git_dir: str) -> None:
-        dirs = hook_dirs(top, git_dir, self.home)
+        dirs, includes = hooks_and_includes(top, git_dir, self.home)
         configs = [os.path.join(git_dir, "config")]
         common = _common_dir(git_dir)
         if common is not None:
             # A linked worktree's admin directory: git takes config and hooks from the
-            # common directory (hook_dirs reads the admin directory's, which has none).
-            dirs = [*dirs[1:], *hook_dirs(top, common, self.home)]
+            # common directory (the admin directory has neither).
+            common_dirs, common_includes = hooks_and_includes(top, common, self.home)
+            dirs = [*dirs[1:], *common_dirs]
+            includes = [*includes, *common_includes]
             configs.append(os.path.join(common, "config"))
         for directory in dict.fromkeys(dirs):
             if (top, directory) not in self.dirs:
                 self.dirs.add((top, directory))
                 self.hooks_dir(top, directory)
-        texts = [self.config(config, None, 0) for config in configs]
+        for config in configs:
+            self.config(config, None)
         # With extensions.worktreeConfig git reads config.worktree too: a missing one would
         # be a config the command writes (walk.py keeps an existing one read-only).
-        read = any(_worktree_config(text) for text in texts if text is not None)
-        self.config(os.path.join(git_dir, "config.worktree"), "file" if read else None, 0)
+        read = any(_worktree_config(text) for text in map(read_config, configs)
+                   if text is not None)
+        self.config(os.path.join(git_dir, "config.worktree"), "file" if read else None)
         xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(self.home, ".config")
         for config in (os.path.join(self.home, ".gitconfig"),
-                       os.path.join(xdg, "git", "config"), "/etc/gitconfig"):
-            self.config(config, "file", 0)
+                       os.path.join(xdg, "git", "config"), "/etc/gitconfig", *includes):
+            self.config(config, "file")  # an included one missing: git would read it made
 
     def hooks_dir(self, top: str, directory: str) -> None:
         found = self.resolve(directory)
@@ -272,24 +278,12 @@ class _Keeper:
         if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
             self.linked.setdefault((st.st_dev, st.st_ino), (path, st.st_nlink))
 
-    def config(self, path: str, missing: str | None, depth: int) -> str | None:
-        """A config file git reads: kept (`missing` as in `keep`), and every file it
-        includes (those always: a missing one is a stub). Its text, None when missing."""
-        if path in self.configs:
-            return self.configs[path]
-        self.configs[path] = None
-        if depth > MAX_INCLUDE_DEPTH:
-            raise _Unsure(f"config includes nested past {MAX_INCLUDE_DEPTH} at {path}")
-        self.keep(path, missing)
-        text = self.configs[path] = _read(path)
-        if text is None or "include" not in text.lower():
-            return text
-        for section, key, value in config_entries(text, _PATH_KEY):
-            if key == "path" and (section == "include" or section.startswith("includeif")):
-                included = os.path.join(self.home, value[2:]) if value.startswith("~/") \
-                    else value
-                self.config(os.path.join(os.path.dirname(path), included), "file", depth + 1)
-        return text
+    def config(self, path: str, missing: str | None) -> None:
+        """A config file git reads (or an included one): kept (`missing` as in `keep`), once
+        per build."""
+        if path not in self.configs:
+            self.configs.add(path)
+            self.keep(path, missing)
 
     def resolve(self, path: str) -> _Resolved:
         """`path` as the kernel resolves it, one component at a time (every link met is
@@ -413,25 +407,6 @@ def _common_dir(git_dir: str) -> str | None:
     if not value or len(text) > 4096:
         raise _Unsure(f"{git_dir}/commondir is not a path")
     return os.path.normpath(os.path.join(git_dir, value))
-
-
-def _read(path: str) -> str | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise _Unsure(f"cannot read {path}: {exc.strerror}") from exc
-    try:
-        size = os.fstat(fd).st_size
-        data = os.read(fd, min(size, MAX_CONFIG) + 1 if size else MAX_CONFIG + 1)
-    except OSError as exc:
-        raise _Unsure(f"cannot read {path}: {exc.strerror}") from exc
-    finally:
-        os.close(fd)
-    if len(data) > MAX_CONFIG:
-        raise _Unsure(f"{path} is over 1 MiB")
-    return data.decode("utf-8", "surrogateescape")
 
 
 def _under(path: str, parents: tuple[str, ...] | list[str]) -> bool:
