@@ -151,7 +151,7 @@ def _hooks_paths(path: str, home: str, depth: int) -> Iterator[tuple[str, str]]:
     and ("include", each included file's normalized path)."""
     if depth > MAX_INCLUDE_DEPTH:
         raise Uncertain(f"config includes nested past {MAX_INCLUDE_DEPTH} at {path}")
-    text = _read(path)
+    text = read_config(path)
     if text is None or not _may_name_hooks(text):
         return
     for section, key, value in config_entries(text, WANTED):
@@ -171,7 +171,9 @@ def _may_name_hooks(text: str) -> bool:
     return "hookspath" in folded or "include" in folded
 
 
-def _read(path: str) -> str | None:
+def read_config(path: str) -> str | None:
+    """The text of the git config file at `path`; None when it is missing. Sized from fstat,
+    capped at 1 MiB; raises Uncertain when it cannot be read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):

@@ -58,8 +58,13 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-from acpd.policy.githooks import HOOKS, Uncertain, config_entries, hooks_and_includes
-from acpd.policy.githooks import _read as read_config  # the one config reader: sized, capped
+from acpd.policy.githooks import (
+    HOOKS,
+    Uncertain,
+    config_entries,
+    hooks_and_includes,
+    read_config,  # the one config reader: sized, capped
+)
 from acpd.policy.programs.git_index import Unreadable, find_repository
 from acpd.sandbox.walk import Found
 
