@@ -133,3 +133,14 @@ def test_trees_and_checkouts_the_line_writes_count_as_rewrites(
 def test_cd_dash_goes_where_the_judge_cannot_see(default: CompiledPolicy, ws: Path,
                                                  home: Path, cmd: str) -> None:
     assert "allow" not in verdicts(default, ws, home, cmd), cmd
+
+
+def test_a_tree_too_wide_to_judge_where_it_lands_asks(default: CompiledPolicy, ws: Path,
+                                                      home: Path) -> None:
+    flat = ws / "flat"
+    flat.mkdir()
+    for n in range(600):
+        (flat / f"f{n}").write_text("")
+    verdict, rules = judge(default, ws, home, "mv flat flat2")
+    assert verdict == "ask" and "path.tree-too-big" in rules
+    assert judge(default, ws, home, "mv src src2")[0] == "allow"

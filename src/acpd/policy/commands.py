@@ -42,6 +42,10 @@ SYSTEM_BIN = ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/
 _PATH_COMMANDS = frozenset({"dd", "find"})
 
 
+MAX_LANDED_TOP = 512
+"""A copied or moved tree's top-level entries each judged where they land, at most."""
+
+
 class CommandJudge:
     """Judging one argv; the attributes are set by `CompiledPolicy.__init__`."""
 
@@ -176,6 +180,10 @@ class CommandJudge:
                 self._landed_tree(source, prefix, names.paths, ctx)
 
     def _landed_tree(self, source: str, prefix: str, paths: list[str], ctx: _Ctx) -> None:
+        if sum("/" not in rel for rel in paths) > MAX_LANDED_TOP:
+            ctx.out.add("ask", "path.tree-too-big", f"{source} holds more than "
+                        f"{MAX_LANDED_TOP} entries at its top, each judged where it lands")
+            return
         for rel in paths:
             leaf = rel.rpartition("/")[2]
             ctx.wrote(leaf)
