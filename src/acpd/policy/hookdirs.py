@@ -61,11 +61,10 @@ def hooks_write(lexical: str, real: str, raw: str, roots: tuple[str, ...]
             if real == include or lexical == include:
                 return ("deny", "path.git-config", f"write of {raw} changes {include}, which "
                         "git's config includes: git obeys it as its config")
-        for top, hooks in found.pairs:
-            real_hooks = os.path.realpath(hooks)  # `.git/hooks -> ../githooks`
+        for (top, hooks), (real_top, real_hooks) in zip(found.pairs, found.real, strict=True):
             for form in forms:
                 if _lands(form, top, hooks) or (real_hooks != hooks and _lands(
-                        form, os.path.realpath(top), real_hooks)):
+                        form, real_top, real_hooks)):  # `.git/hooks -> ../githooks`
                     return ("deny", "path.git-hooks", f"write of {raw} lands in the git hooks "
                             f"directory {hooks} (core.hooksPath): git runs these files as code")
             hook = _linked_hook(real, hooks)
@@ -105,11 +104,21 @@ def _lands(path: str, top: str, hooks: str) -> bool:
     return True
 
 
+def _real_pair(top: str, hooks: str) -> tuple[str, str]:
+    """(top, hooks) resolved when the hooks directory or its parent is a link (`.git/hooks
+    -> ../githooks`); the top is the repository's as found from a resolved path."""
+    if os.path.islink(hooks) or os.path.islink(os.path.dirname(hooks)):
+        return os.path.realpath(top), os.path.realpath(hooks)
+    return top, hooks
+
+
 class Found(NamedTuple):
     pairs: tuple[tuple[str, str], ...]
     """(work tree top, hooks directory)."""
     includes: tuple[str, ...]
     """Real paths of the files the configs include."""
+    real: tuple[tuple[str, str], ...]
+    """`pairs` with real paths (a hooks directory may be a link)."""
 
 
 def _dirs(start: str) -> Found | str:
@@ -128,12 +137,13 @@ def _dirs(start: str) -> Found | str:
     try:
         repo = find_repository(start)
         if repo is None:
-            result = Found((), ())
+            result = Found((), (), ())
         else:
             dirs, includes = hooks_and_includes(repo.top, repo.git_dir,
                                                 os.path.expanduser("~"))
             result = Found(tuple((repo.top, d) for d in dirs),
-                           tuple(os.path.realpath(i) for i in includes))
+                           tuple(os.path.realpath(i) for i in includes),
+                           tuple(_real_pair(repo.top, d) for d in dirs))
     except (Unreadable, Uncertain) as exc:
         result = str(exc)
     if owner is not None:
