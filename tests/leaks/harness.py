@@ -32,6 +32,7 @@ from acp.schema import ClientCapabilities, FileSystemCapabilities, TextContentBl
 from acpd.daemon.agent import AcpAgent, ServeOptions
 from acpd.daemon.rpc import Connection
 from acpd.daemon.stdio import FdReader, FdWriter
+from acpd.policy import parse
 from acpd.remote.hub import Hub
 from tests.e2e.client import RecordingClient
 
@@ -114,7 +115,11 @@ async def window(
     client: RecordingClient | None = None,
 ) -> AsyncIterator[Window]:
     """One editor connection to the daemon code; closing it is the editor going away
-    (end of input), and waits until the daemon side has finished with it."""
+    (end of input), and waits until the daemon side has finished with it. The judge's parse
+    memo (process-wide, emptied whole when it reaches its bound) starts empty: filled by the
+    earlier tests of this worker, it could empty itself during the measured rounds, and
+    refilling it looks like a leak."""
+    parse.clear_memo()
     ours, theirs = socket.socketpair()
     fd = ours.detach()
     reader = FdReader(fd)
