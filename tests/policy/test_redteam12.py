@@ -57,6 +57,9 @@ def repo_dirs(ws: Path, home: Path) -> Path:
     "mv evil/* scripts/", "cp -r evil/. scripts/", "cp -r evil/. gd/", "cp -r evil/hooks gd/",
     "mv evil/hooks gd/", "mv gd/hooks oldhooks", "mv h gd/hooks", "mv -T h gd/info",
     "rm -rf gd/hooks", "cd gd && mv hooks x",
+    # ln into a directory makes DIR/its name (the ten-minute attack after round 12)
+    "ln evil/config gd/", "ln -t gd evil/config", "ln --target-directory=gd evil/config",
+    "ln -sr evil/config gd/", "ln -t scripts evil/pre-commit",
 ])
 def test_what_lands_in_git_code_is_judged(default: CompiledPolicy, repo_dirs: Path,
                                           home: Path, cmd: str) -> None:

@@ -153,14 +153,14 @@ class CommandJudge:
         for finding in gitobjects.command_findings(base, args, mdl, ctx):  # git's objects
             out.add(*finding)
 
-    def _landed(self, lands: list[tuple[str, str, bool]], ctx: _Ctx) -> None:
+    def _landed(self, lands: list[tuple[str, str, bool, bool]], ctx: _Ctx) -> None:
         """What a recursive copy or a move brings under its destination, looked at now
         (bounded): a source that lands at DEST/its name (DEST a directory) is judged as that
         entry's write; the names of a source tree feed the line's rewrite check (an ignore
         file, a toolchain pin), a `HEAD` among them asks as a HEAD write does, and a landed
         path that is top-level, has a name git obeys, or that a path pattern may name is
         judged as a write."""
-        for source, dest, into in lands:
+        for source, dest, into, tree in lands:
             for cwd in ctx.cwds:
                 top = effects.absolute(source, cwd)
                 base = effects.absolute(dest, cwd)
@@ -169,6 +169,8 @@ class CommandJudge:
                     and os.path.isdir(base) else base
                 if prefix != base:
                     self._path(prefix, "write", ctx, entry="entry")
+                if not tree:
+                    continue
                 names = treescan.tree_names(top, treescan.SCAN_LIMIT)
                 if names is None:
                     continue  # not a directory: nothing lands below it

@@ -329,17 +329,17 @@ def reads_created(program: str, args: list[str], walks: bool, globbed: bool,
 
 
 def line_finding(program: str, args: list[str], walks: bool, globbed: bool,
-                 rules: Callable[[], PathRules]) -> Finding | None:
+                 rules: Callable[[], PathRules], made: str | None) -> Finding | None:
     """Record this command's part in the line; the ask once a creator and a reader (two
     different commands) are both in it and the policy has a deny_read list (`rules` is
-    called only then: a line that names no path never resolves its roots)."""
+    called only then: a line that names no path never resolves its roots). `made`: what
+    the command creates unseen (`creates_unseen`), worked out once by the caller."""
     state = _state()
     if state is None or state.creators is None or state.readers is None:
         return None
     state.calls += 1
     me = state.calls
     named, state.pending_read = state.pending_read, False
-    made = creates_unseen(program, args)
     if made is not None:
         state.creators[me] = made
     read = reads_created(program, args, walks, globbed, named)
@@ -369,9 +369,10 @@ def command_findings(program: str, args: list[str], mdl: Model | None,
         found += walk_findings(program, args, mdl.trees, ctx.cwds, ctx.paths, mdl.hidden,
                                (mdl.include, mdl.exclude, mdl.exclude_dirs))
     globbed = ctx.globs is not None and (mdl is None or bool(mdl.reads))
-    if creates_unseen(program, args) is not None:
+    made = creates_unseen(program, args)
+    if made is not None:
         ctx.wrote("*")  # any name: what a checkout or an archive writes is not on the line
-    hit = line_finding(program, args, walks, globbed, lambda: ctx.paths)
+    hit = line_finding(program, args, walks, globbed, lambda: ctx.paths, made)
     if hit is not None:
         found.append(hit)
     return found

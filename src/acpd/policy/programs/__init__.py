@@ -144,10 +144,14 @@ def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Mod
         # judges too (`cp -t secrets x` writes secrets/x, which deny_read may name). cp writes
         # through a link, so a destination that is a link to a file is judged the same way.
         dests.extend(_landed_names(sources, dest))
+    elif kind == "link" and not as_entry:
+        # ln into a directory makes DIR/its name, a new entry (`ln -t gd x/config` makes
+        # gd/config): judged on disk (commands.py `_landed`), not the link's target tree.
+        m.lands.extend((s, dest, True, False) for s in sources)
     if kind == "move":
         # What lands under DEST (DEST/its name when DEST is a directory, and a moved tree's
         # files) is looked at on disk (commands.py `_landed`).
-        m.lands.extend((s, dest, not as_entry) for s in sources)
+        m.lands.extend((s, dest, not as_entry, True) for s in sources)
         m.entries.extend(sources)
         m.deletes.extend((s, False) for s in sources)  # HOME, ancestors (a rename: no count)
         m.moves_to = dest
@@ -168,7 +172,7 @@ def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Mod
     if recursive:
         m.trees.extend(sources)
         m.copies.extend(sources)
-        m.lands.extend((s, dest, True) for s in sources)
+        m.lands.extend((s, dest, True, True) for s in sources)
 
 
 def _landed_names(sources: list[str], dest: str) -> list[str]:

@@ -62,10 +62,11 @@ class Model:
         matter)."""
         self.copies: list[str] = []
         """Trees copied elsewhere: a `.git` among them creates a repository (class 2)."""
-        self.lands: list[tuple[str, str, bool]] = []
-        """(source, destination, into) of a recursive copy or a move: what the source holds
+        self.lands: list[tuple[str, str, bool, bool]] = []
+        """(source, destination, into, tree) of a recursive copy, a move or a link: what
         lands under the destination, names the argv does not show (commands.py `_landed`);
-        `into`: under DEST/its name when DEST is a directory (no -T)."""
+        `into`: at DEST/its name when DEST is a directory (no -T); `tree`: a directory
+        source's files land too (not for a link)."""
         self.hidden: bool = True
         """The tree reads include hidden files (rg without --hidden skips them)."""
         self.include: tuple[str, ...] = ()
