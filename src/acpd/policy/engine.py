@@ -434,6 +434,9 @@ def compile_policy(policy: Policy, *, check_examples: bool = True) -> CompiledPo
 
     _import_lazy()
     compiled = CompiledPolicy(policy)
+    # The path patterns (regexes) compiled now, not in the first decision's budget: the
+    # same compiled lists serve every workspace root.
+    compiled._path_rules(("/",), compiled._home)
     if check_examples:
         errors = example_errors(compiled)
         if errors:

@@ -461,8 +461,15 @@ class PathRules:
     write_filter: Prefilter = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "read_filter", Prefilter(self.deny_read))
-        object.__setattr__(self, "write_filter", Prefilter(self.deny_write))
+        object.__setattr__(self, "read_filter", _prefilter(self.deny_read))
+        object.__setattr__(self, "write_filter", _prefilter(self.deny_write))
+
+
+@lru_cache(maxsize=64)
+def _prefilter(patterns: tuple[PathPattern, ...]) -> Prefilter:
+    """One Prefilter per pattern list (its union regex takes milliseconds to compile; the
+    same lists come back for every workspace root)."""
+    return Prefilter(patterns)
 
 
 _HardlinkFinding = Callable[[str, str, PathRules], "tuple[Verdict, str, str] | None"]
