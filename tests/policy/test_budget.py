@@ -12,6 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import anyio
@@ -90,6 +91,31 @@ def test_judges_on_two_threads_have_their_own_budgets(default: CompiledPolicy,
     for t in threads:
         t.join(30)
     assert results == {"slow": "ask", "fast": "allow"}
+
+
+def test_a_new_workspace_or_home_is_set_up_outside_the_budget(
+        default: CompiledPolicy, workspace: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Building a workspace's path rules (regexes) is not the command's work: made slow here
+    (80 ms of CPU, past the 30 ms the checks allow), the first command still gets judged."""
+    from acpd.policy import engine
+
+    real = engine.compile_patterns
+
+    def slow(patterns: tuple[str, ...], home: str) -> object:
+        began = time.thread_time()
+        while time.thread_time() - began < 0.08:
+            pass
+        return real(patterns, home)
+
+    monkeypatch.setattr(engine, "compile_patterns", slow)
+    for k in range(2):
+        home = tmp_path / f"home{k}"
+        home.mkdir()
+        decision = default.judge("cat README.md > notes.txt", cwd=workspace, home=str(home),
+                                 budget_ms=50)
+        assert "input.over-budget" not in decision.rules, decision
+        assert decision.verdict == "allow", decision
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

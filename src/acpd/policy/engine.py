@@ -150,11 +150,12 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         rules = self._path_cache.get(key)
         if rules is None:
             p = self.policy.paths
-            rules = PathRules(
-                roots,
-                compile_patterns(p.deny_read, home), compile_patterns(p.deny_write, home),
-                compile_patterns(p.read_roots, home), compile_patterns(p.write_roots, home),
-                p.outside_read, p.outside_write)
+            with budget_mod.uncounted():  # set-up for the workspace, not the command's work
+                rules = PathRules(
+                    roots,
+                    compile_patterns(p.deny_read, home), compile_patterns(p.deny_write, home),
+                    compile_patterns(p.read_roots, home), compile_patterns(p.write_roots, home),
+                    p.outside_read, p.outside_write)
             if len(self._path_cache) > 64:
                 self._path_cache.clear()
             self._path_cache[key] = rules
