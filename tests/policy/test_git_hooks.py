@@ -105,7 +105,7 @@ def test_each_subcommand_asks_only_for_the_hooks_it_runs(
 def test_the_measured_hooks_are_the_ones_git_runs(ws: Path, home: Path, tmp_path: Path) -> None:
     """The table is checked against the git installed here: each form runs only hooks the
     table lists for it (a git that runs more would make the table unsound)."""
-    from acpd.policy.githooks import _hooks_of
+    from acpd.policy.githooks import hooks_of
 
     log = tmp_path / "ran"
     for name in ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit",
@@ -122,7 +122,7 @@ def test_the_measured_hooks_are_the_ones_git_runs(ws: Path, home: Path, tmp_path
         log.write_text("")
         git(ws, home, *form)
         ran = set(log.read_text().split())
-        assert ran <= _hooks_of(form[0], form[1:]), (form, ran)
+        assert ran <= hooks_of(form[0], form[1:]), (form, ran)
 
 
 def test_hooks_path_from_every_config_git_reads(

@@ -20,11 +20,13 @@ import re
 import shutil
 from typing import TYPE_CHECKING
 
+from acpd.policy import budget as budget_mod
 from acpd.policy import effects, gitdirs, gitobjects, programs, renames, treescan
 from acpd.policy.argspec import Scan, path_args, scan
 from acpd.policy.blocklist import BLOCKED_BUILTINS, SHELLS
 from acpd.policy.cdphysical import cd_destination, cd_operands
 from acpd.policy.checks import CHECKS, CheckContext
+from acpd.policy.hookdirs import hooks_write
 from acpd.policy.pathlookup import shadow_finding
 from acpd.policy.programtable import ProgramTable
 from acpd.policy.rulematch import GLOB, CompiledRule, rule_matches
@@ -111,6 +113,7 @@ class CommandJudge:
         spec_ok = ctx.sandboxed or (mdl is not None and not mdl.unknown)
         allowed, trusted_only, unmodeled, sc = self._rules(base, args, entry.candidates,
                                                            vopts, ctx, spec_ok)
+        since = ctx.mark()  # the writes from here on are this command's own
         if mdl is not None:
             self._apply_model(mdl, ctx)
             if base in renames.PROGRAMS:
@@ -149,46 +152,59 @@ class CommandJudge:
             out.add("ask", "overlay.allowed-commands",
                     f"{base} is not in the plugins' allowed commands")
         if mdl is not None:
-            self._model_effects(mdl, ctx)
+            self._model_effects(mdl, ctx, since)
         for finding in gitobjects.command_findings(base, args, mdl, ctx):  # git's objects
             out.add(*finding)
 
-    def _landed(self, lands: list[tuple[str, str, bool, bool]], ctx: _Ctx) -> None:
+    def _landed(self, lands: list[tuple[str, str, bool, bool]], ctx: _Ctx, since: int
+                ) -> None:
         """What a recursive copy or a move brings under its destination, looked at now
-        (bounded): a source that lands at DEST/its name (DEST a directory) is judged as that
-        entry's write; the names of a source tree feed the line's rewrite check (an ignore
-        file, a toolchain pin), a `HEAD` among them asks as a HEAD write does, and a landed
-        path that is top-level, has a name git obeys, or that a path pattern may name is
-        judged as a write."""
+        (bounded): a source lands at DEST/its name when DEST is a directory, else at DEST;
+        both are judged, since another command of the line can make or remove DEST. The
+        source tree is listed as it is now, which the line's rewrite check keeps honest
+        (`rely_tree`: another command that writes there, below it or over a directory above
+        it); its names feed that check too (an ignore file, a toolchain pin), a `HEAD` among
+        them asks as a HEAD write does, and each landed path is judged as a write: in full
+        when it is top-level, has a name git obeys or a path pattern may name it, else for
+        what git runs (hookdirs: a hooks directory, a hook's link target, a config
+        include)."""
         for source, dest, into, tree in lands:
+            name = os.path.basename(source.rstrip("/"))  # as written: `src/.` is its files
+            named = into and name not in ("", ".", "..")
             for cwd in ctx.cwds:
                 top = effects.absolute(source, cwd)
                 base = effects.absolute(dest, cwd)
-                name = os.path.basename(source.rstrip("/"))  # as written: `src/.` is its files
-                prefix = os.path.join(base, name) if into and name not in ("", ".", "..") \
-                    and os.path.isdir(base) else base
-                if prefix != base:
-                    self._path(prefix, "write", ctx, entry="entry")
+                prefixes = [base]
+                if named and (os.path.isdir(base) or not os.path.lexists(base)):
+                    prefixes.append(os.path.join(base, name))
+                    self._path(prefixes[1], "write", ctx, entry="entry")
+                elif named:  # not a directory now: it lands at DEST unless the line makes one
+                    ctx.rely_tree(base, f"{dest} is not a directory now", since)
                 if not tree:
                     continue
+                ctx.rely_tree(top, f"{source} is copied or moved as it is now", since)
                 names = treescan.tree_names(top, treescan.SCAN_LIMIT)
                 if names is None:
-                    continue  # not a directory: nothing lands below it
+                    continue  # not a directory now: nothing lands below it
                 if names.over:
-                    ctx.wrote("*")
+                    ctx.wrote_name("*")
                     ctx.out.add("ask", "path.tree-too-big", f"{source} is too big to list what "
                                 "it brings under the destination")
                     continue
-                self._landed_tree(source, prefix, names.paths, ctx)
+                for prefix in prefixes:
+                    self._landed_tree(source, prefix, names.paths, ctx)
 
     def _landed_tree(self, source: str, prefix: str, paths: list[str], ctx: _Ctx) -> None:
         if sum("/" not in rel for rel in paths) > MAX_LANDED_TOP:
             ctx.out.add("ask", "path.tree-too-big", f"{source} holds more than "
                         f"{MAX_LANDED_TOP} entries at its top, each judged where it lands")
             return
-        for rel in paths:
+        real_prefix: str | None = None
+        for k, rel in enumerate(paths):
+            if not k & 63:
+                budget_mod.check()
             leaf = rel.rpartition("/")[2]
-            ctx.wrote(leaf)
+            ctx.wrote_name(leaf)
             if leaf == "HEAD":
                 ctx.out.add("ask", "path.git-head", f"{source} holds {rel}: a file named HEAD, "
                             "with objects/ and refs/ beside it, makes its directory a git "
@@ -197,6 +213,12 @@ class CommandJudge:
             if "/" not in rel or leaf in gitdirs.CODE_FILES or leaf in gitdirs.CODE_DIRS or \
                     ctx.paths.write_filter.may_match(landed, ctx.roots):
                 self._path(landed, "write", ctx)
+                continue
+            if real_prefix is None:
+                real_prefix = resolve(prefix)
+            hit = hooks_write(landed, os.path.join(real_prefix, rel), landed, ctx.roots)
+            if hit is not None:
+                ctx.out.add(*hit)
 
     def _special(self, base: str, args: list[str], ctx: _Ctx) -> bool:
         """Shells, network programs, cd: their own findings; True when judged in full."""
@@ -277,7 +299,7 @@ class CommandJudge:
             for reason in mdl.detach:
                 out.add("ask", "escape.detach", reason)
 
-    def _model_effects(self, mdl: programs.Model, ctx: _Ctx) -> None:
+    def _model_effects(self, mdl: programs.Model, ctx: _Ctx, since: int) -> None:
         """File-system effects of a modelled command, looked at on disk (bounded). Deleting
         HOME or an ancestor is always checked (deny); the checks that can only ask are skipped
         once the line is at least ask anyway (they would change no verdict)."""
@@ -309,7 +331,7 @@ class CommandJudge:
         if mdl.copies:
             found += effects.copy_findings(mdl.copies, ctx.cwds, self.settings.max_delete_files)
         if mdl.lands:
-            self._landed(mdl.lands, ctx)
+            self._landed(mdl.lands, ctx, since)
         if mdl.program == "git" and (mdl.git_dirs or ctx.cwds != [ctx.cwd] or (
                 ctx.cwd != ctx.given_roots[0] and ctx.cwd != ctx.roots[0])):
             for d in mdl.git_dirs:
@@ -338,19 +360,23 @@ class CommandJudge:
                 ctx.sandboxed and ctx.trust != "untrusted"):
             return
         from acpd.policy.checks import git_subcommand
-        from acpd.policy.githooks import hooks_that_run
+        from acpd.policy.githooks import hooks_of, hooks_that_run
 
         sub, rest, dirs = git_subcommand(args)
         if sub is None or DYN in sub or any(DYN in d for d in dirs):
             return
+        in_tree: list[str] = []
         for cwd in ctx.cwds or [ctx.cwd]:
             where = cwd
             for d in dirs:
                 where = os.path.normpath(os.path.join(where, d))
-            reason = hooks_that_run(sub, rest, where, ctx.home)
+            reason = hooks_that_run(sub, rest, where, ctx.home, in_tree)
             if reason is not None:
                 ctx.out.add("ask", "git.hooks", reason)
                 return
+        if in_tree:  # a checkout on the line can bring hooks the disk does not hold yet
+            ctx.rely(sorted(hooks_of(sub, rest)), f"git {sub} runs the hooks in {in_tree[0]} "
+                     "that are there when it runs")
 
     def _workspace_script(self, what: str, ctx: _Ctx, path: str | None = None) -> None:
         if ctx.only_rule is not None:

@@ -355,7 +355,7 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             return
         literal = ctx.globs is not None and raw in ctx.globs.literal
         if mode != "read":
-            ctx.wrote(raw)
+            ctx.wrote(raw, file=redirect)
         for cwd in ctx.cwds:
             hit = judge_path(raw, mode, cwd, ctx.paths, redirect=redirect, literal=literal,
                              entry=entry)

@@ -81,9 +81,11 @@ class Uncertain(Exception):
     """Which hooks would run cannot be told with certainty; the message says why."""
 
 
-def hooks_that_run(sub: str, sub_args: list[str], cwd: str, home: str) -> str | None:
-    """Why `git SUB SUB_ARGS` run in `cwd` would run a hook (None: it would not)."""
-    names = _hooks_of(sub, sub_args)
+def hooks_that_run(sub: str, sub_args: list[str], cwd: str, home: str,
+                   in_tree: list[str] | None = None) -> str | None:
+    """Why `git SUB SUB_ARGS` run in `cwd` would run a hook (None: it would not). The hooks
+    directories in the work tree are added to `in_tree`: a checkout can bring hooks there."""
+    names = hooks_of(sub, sub_args)
     if not names:
         return None
     try:
@@ -91,6 +93,9 @@ def hooks_that_run(sub: str, sub_args: list[str], cwd: str, home: str) -> str | 
         if repo is None:
             return None
         for directory in hook_dirs(repo.top, repo.git_dir, home):
+            if in_tree is not None and _below(directory, repo.top) and not _below(
+                    directory, repo.git_dir):
+                in_tree.append(directory)
             found = _existing_hook(directory, names)
             if found is not None:
                 return (f"git {sub} would run the hook {found}, which can run code from the "
@@ -100,7 +105,12 @@ def hooks_that_run(sub: str, sub_args: list[str], cwd: str, home: str) -> str | 
     return None
 
 
-def _hooks_of(sub: str, sub_args: list[str]) -> frozenset[str]:
+def _below(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+def hooks_of(sub: str, sub_args: list[str]) -> frozenset[str]:
+    """The hooks `git SUB SUB_ARGS` may run (empty: none)."""
     if sub in NO_HOOKS:
         return frozenset()
     if sub == "stash" and sub_args[:1] in (["list"], ["show"]):
@@ -126,13 +136,16 @@ def hook_dirs(top: str, git_dir: str, home: str) -> list[str]:
 def hooks_and_includes(top: str, git_dir: str, home: str) -> tuple[list[str], list[str]]:
     """The hooks directories (see `hook_dirs`), and every file the configs git reads here
     include (`include.path`, `includeIf.*.path`, whatever the condition, transitively): git
-    obeys those as its config. Raises Uncertain."""
-    configs = [os.path.join(git_dir, "config"), os.path.join(git_dir, "config.worktree"),
+    obeys those as its config. A linked worktree's admin directory (`git worktree add`) names
+    the common directory in `commondir`: git takes the config and the hooks from there, and
+    `config.worktree` from the admin directory. Raises Uncertain."""
+    common = common_dir(git_dir) or git_dir
+    configs = [os.path.join(common, "config"), os.path.join(git_dir, "config.worktree"),
                os.path.join(home, ".gitconfig"),
                os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"),
                             "git", "config"),
                SYSTEM_CONFIG]
-    dirs = [os.path.join(git_dir, "hooks")]
+    dirs = [os.path.join(common, "hooks")]
     includes: list[str] = []
     for config in configs:
         for kind, value in _hooks_paths(config, home, 0):
@@ -144,6 +157,22 @@ def hooks_and_includes(top: str, git_dir: str, home: str) -> tuple[list[str], li
             expanded = os.path.join(home, value[2:]) if value.startswith("~/") else value
             dirs.append(os.path.normpath(os.path.join(top, expanded)))
     return dirs, includes
+
+
+def common_dir(git_dir: str) -> str | None:
+    """The directory `git_dir/commondir` names (a linked worktree's admin directory), or
+    None without one. Raises Uncertain when it cannot be read or is not a path."""
+    try:
+        with open(os.path.join(git_dir, "commondir"), "rb") as handle:
+            text = handle.read(4097)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise Uncertain(f"cannot read {git_dir}/commondir: {exc.strerror}") from exc
+    value = text.decode("utf-8", "surrogateescape").strip()
+    if not value or len(text) > 4096:
+        raise Uncertain(f"{git_dir}/commondir is not a path")
+    return os.path.normpath(os.path.join(git_dir, value))
 
 
 def _hooks_paths(path: str, home: str, depth: int) -> Iterator[tuple[str, str]]:

@@ -371,7 +371,7 @@ def command_findings(program: str, args: list[str], mdl: Model | None,
     globbed = ctx.globs is not None and (mdl is None or bool(mdl.reads))
     made = creates_unseen(program, args)
     if made is not None:
-        ctx.wrote("*")  # any name: what a checkout or an archive writes is not on the line
+        ctx.wrote_name("*")  # any name: what a checkout or an archive writes is not on the line
     hit = line_finding(program, args, walks, globbed, lambda: ctx.paths, made)
     if hit is not None:
         found.append(hit)

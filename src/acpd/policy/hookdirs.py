@@ -45,9 +45,13 @@ class _Memo(threading.local):
 _memo = _Memo()
 
 
-def hooks_write(lexical: str, real: str, raw: str, roots: tuple[str, ...]
-                ) -> tuple[Verdict, str, str] | None:
-    """A finding when writing `lexical` (real path `real`) lands in a git hooks directory."""
+def hooks_write(lexical: str, real: str, raw: str, roots: tuple[str, ...], *,
+                entry: bool = False) -> tuple[Verdict, str, str] | None:
+    """A finding when writing `lexical` (real path `real`) lands in a git hooks directory,
+    changes a hook's link target or a file git's config includes. `entry`: the write
+    removes or replaces the directory entry itself (a rename, a deletion, a link made in its
+    place), so a directory above any of those counts too (`mv scripts old && mv evil
+    scripts` swaps the hook `.git/hooks/pre-commit -> ../../scripts/pre-commit`)."""
     forms = [p for p in dict.fromkeys((lexical, real)) if inside(p, roots) is not None]
     if not forms:
         return None
@@ -58,7 +62,7 @@ def hooks_write(lexical: str, real: str, raw: str, roots: tuple[str, ...]
             return ("ask", "path.git-hooks", f"write of {raw}: cannot tell where git's hooks "
                     f"are ({found})")
         for include in found.includes:
-            if real == include or lexical == include:
+            if real == include or lexical == include or (entry and _above(forms, include)):
                 return ("deny", "path.git-config", f"write of {raw} changes {include}, which "
                         "git's config includes: git obeys it as its config")
         for (top, hooks), (real_top, real_hooks) in zip(found.pairs, found.real, strict=True):
@@ -67,17 +71,32 @@ def hooks_write(lexical: str, real: str, raw: str, roots: tuple[str, ...]
                         form, real_top, real_hooks)):  # `.git/hooks -> ../githooks`
                     return ("deny", "path.git-hooks", f"write of {raw} lands in the git hooks "
                             f"directory {hooks} (core.hooksPath): git runs these files as code")
-            hook = _linked_hook(real, hooks)
+            if entry and (_above(forms, hooks, top) or _above(forms, real_hooks, real_top)):
+                return ("deny", "path.git-hooks", f"write of {raw} replaces a directory that "
+                        f"holds the git hooks directory {hooks}: git runs its files as code")
+            targets = _link_targets(hooks)
+            hook = targets.get(real)
+            if hook is None and entry:
+                hook = next((h for t, h in targets.items() if _above(forms, t)), None)
             if hook is not None:
                 return ("deny", "path.git-hooks", f"write of {raw} changes the git hook "
                         f"{hook}, a link to it: git runs it as code")
     return None
 
 
-def _linked_hook(real: str, hooks: str) -> str | None:
-    """The hook in `hooks` that is a symbolic link resolving to `real` (`.git/hooks/pre-commit
-    -> ../../scripts/pre-commit`: the workspace file is the hook's code). Read once per
-    decision: one listing of the directory, a resolution per link."""
+def _above(forms: list[str], path: str, top: str | None = None) -> bool:
+    """Is one of `forms` a directory above `path` (and below the work tree's `top`)?"""
+    for form in forms:
+        if path.startswith(form.rstrip("/") + "/") and (
+                top is None or form.startswith(top.rstrip("/") + "/")):
+            return True
+    return False
+
+
+def _link_targets(hooks: str) -> dict[str, str]:
+    """The hooks in `hooks` that are symbolic links, by the real path they resolve to
+    (`.git/hooks/pre-commit -> ../../scripts/pre-commit`: the workspace file is the hook's
+    code). Read once per decision: one listing of the directory, a resolution per link."""
     owner = decision_links()
     if owner is None or _memo.owner is not owner or _memo.links is None:
         _memo.owner, _memo.dirs, _memo.links = owner, None, {}
@@ -93,7 +112,7 @@ def _linked_hook(real: str, hooks: str) -> str | None:
             pass
         if owner is not None:
             _memo.links[hooks] = targets
-    return targets.get(real)
+    return targets
 
 
 def _lands(path: str, top: str, hooks: str) -> bool:
@@ -105,11 +124,10 @@ def _lands(path: str, top: str, hooks: str) -> bool:
 
 
 def _real_pair(top: str, hooks: str) -> tuple[str, str]:
-    """(top, hooks) resolved when the hooks directory or its parent is a link (`.git/hooks
-    -> ../githooks`); the top is the repository's as found from a resolved path."""
-    if os.path.islink(hooks) or os.path.islink(os.path.dirname(hooks)):
-        return os.path.realpath(top), os.path.realpath(hooks)
-    return top, hooks
+    """(top, hooks) resolved: a link anywhere on the hooks directory's path (`.git/hooks ->
+    ../githooks`, `core.hooksPath = lnk/sub/hooks` with `lnk -> real`) makes its real path
+    another name for it; the top is the repository's as found from a resolved path."""
+    return os.path.realpath(top), os.path.realpath(hooks)
 
 
 class Found(NamedTuple):

@@ -5,6 +5,7 @@ expansion, bounded) or a line into the texts to judge (`variants`)."""
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Callable, Iterable
 
 from acpd.policy import budget as budget_mod
@@ -21,13 +22,39 @@ from acpd.policy.words import Env, expand
 MAX_ARGV_COMBOS = 16
 
 
+def _over(written: str, tree: str, file: bool, pattern: bool, sandboxed: bool) -> bool:
+    """Does a write of `written` change what is at or below `tree`? Below it, yes; but under
+    the sandbox, which keeps git's code read-only, a file only matters when it is a `HEAD`
+    (it makes its directory a git directory). The tree itself or a directory above it,
+    unless only a file can be made there (a redirect: the copy of a file lands as a file,
+    judged by its landed name)."""
+    if pattern:  # a glob: below the tree by its literal start, or naming it or one above
+        literal = written[:min(written.find(c) % (len(written) + 1) for c in "*?[")]
+        if literal.startswith(tree.rstrip("/") + "/"):
+            return not (sandboxed and file and not fnmatch.fnmatchcase(
+                "HEAD", os.path.basename(written)))
+        probe = tree
+        while not file:
+            if fnmatch.fnmatchcase(probe, written):
+                return True
+            parent = os.path.dirname(probe)
+            if parent == probe:
+                break
+            probe = parent
+        return False
+    if written.startswith(tree.rstrip("/") + "/"):
+        return not (sandboxed and file and os.path.basename(written) != "HEAD")
+    return not file and (written == tree or tree.startswith(written.rstrip("/") + "/"))
+
+
 class Ctx:
     """What one decision knows while it walks a line (a plain slotted class: one is made
     per decision, on the hot path)."""
 
     __slots__ = ("cctx", "cwd", "cwds", "functions", "given_roots", "globs", "home", "line",
-                 "matched_only", "only_rule", "out", "path_rules", "relied", "resolved_roots",
-                 "rules_for", "sandboxed", "scope", "trust", "written")
+                 "matched_only", "only_rule", "out", "path_rules", "relied", "relied_trees",
+                 "resolved_roots", "rules_for", "sandboxed", "scope", "trust", "writes",
+                 "written")
 
     def __init__(self, cwd: str, given_roots: tuple[str, ...], home: str, trust: Trust,
                  rules_for: Callable[[tuple[str, ...], str], PathRules], out: Findings, *,
@@ -58,11 +85,37 @@ class Ctx:
         """The names (last components) of the paths the line writes."""
         self.relied: dict[str, str] | None = None
         """Names of files a check read on disk before the line ran -> what relied on them."""
+        self.writes: list[tuple[str, bool]] | None = None
+        """The paths the line writes as written (and: only a file can be made there)."""
+        self.relied_trees: list[tuple[str, str, int, int]] | None = None
+        """(absolute path, what relied on it, and the span of `writes` that are the relying
+        command's own): trees a check listed on disk."""
 
-    def wrote(self, raw: str) -> None:
+    def wrote(self, raw: str, *, file: bool = False) -> None:
+        """The line writes the path `raw` (`file`: a redirect, which can only make a file
+        there)."""
+        self.wrote_name(raw)
+        self.writes.append((raw, file))  # type: ignore[union-attr]
+
+    def wrote_name(self, raw: str) -> None:
+        """The line writes a file of this name somewhere ("*": any name, anywhere)."""
         if self.written is None:
             self.written = set()
+            self.writes = []
         self.written.add(raw.rstrip("/").rpartition("/")[2])
+
+    def mark(self) -> int:
+        """How many writes the line has made so far (`rely_tree`'s `since`)."""
+        return len(self.writes) if self.writes is not None else 0
+
+    def rely_tree(self, path: str, why: str, since: int) -> None:
+        """A check judged by what is at or below the absolute `path` now (a copy's source
+        tree). Stale when another command of the line writes there, below it, or over one of
+        its directories (`ln -s lib l && cp -r l/. gd`); the relying command's own writes
+        (from `since`, its `mark()` before it wrote, to now) are not another's."""
+        if self.relied_trees is None:
+            self.relied_trees = []
+        self.relied_trees.append((path, why, since, self.mark()))
 
     def rely(self, names: Iterable[str], why: str) -> None:
         """A check judged by these files as they are now (`.gitignore`, `rust-toolchain`)."""
@@ -75,13 +128,33 @@ class Ctx:
         """(a name the line writes, what relied on it) when a check of this line read a
         file the line itself may write: in any order, since a later loop round, a pipeline
         or a background job can run the writer first."""
-        if not self.written or not self.relied:
+        if not self.written:
+            return None
+        if self.relied_trees:
+            stale = self._stale_tree()
+            if stale is not None:
+                return stale
+        if not self.relied:
             return None
         for name in self.written:
             pattern = any(c in name for c in "*?[")
             for relied, why in self.relied.items():
                 if name == relied or (pattern and fnmatch.fnmatchcase(relied, name)):
                     return name, why
+        return None
+
+    def _stale_tree(self) -> tuple[str, str] | None:
+        assert self.relied_trees is not None and self.writes is not None
+        if "*" in self.written:  # type: ignore[operator]
+            return "*", self.relied_trees[0][1]
+        for k, (raw, file) in enumerate(self.writes):
+            pattern = any(c in raw for c in "*?[")
+            for cwd in self.cwds or [self.cwd]:
+                written = os.path.normpath(os.path.join(cwd, raw))
+                for tree, why, since, until in self.relied_trees:
+                    if not since <= k < until and _over(written, tree, file, pattern,
+                                                                  self.sandboxed):
+                        return raw, why
         return None
 
     @property

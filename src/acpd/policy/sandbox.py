@@ -585,7 +585,8 @@ def _place(raw: str, mode: str, lexical: str, real: str, rules: PathRules,
     if mode != "read" and rules.roots:  # core.hooksPath in the work tree (hookdirs.py)
         from acpd.policy.hookdirs import hooks_write
 
-        found_hook = hooks_write(lexical, real, raw, rules.roots)
+        replaced = entry == "entry" or (entry == "dest" and not os.path.isdir(real))
+        found_hook = hooks_write(lexical, real, raw, rules.roots, entry=replaced)
         if found_hook is not None:
             return found_hook
     if mode != "read":  # git directories by content, wherever they are (gitdirs.py)

@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from acpd.policy.githooks import (
     HOOKS,
     Uncertain,
+    common_dir,
     config_entries,
     hooks_and_includes,
     read_config,  # the one config reader: sized, capped
@@ -168,15 +169,12 @@ class _Keeper:
         return list(pairs)
 
     def repository(self, top: str, git_dir: str) -> None:
+        # A linked worktree's admin directory: git takes config and hooks from the common
+        # directory (hooks_and_includes follows `commondir` as git does).
         dirs, includes = hooks_and_includes(top, git_dir, self.home)
         configs = [os.path.join(git_dir, "config")]
-        common = _common_dir(git_dir)
+        common = common_dir(git_dir)
         if common is not None:
-            # A linked worktree's admin directory: git takes config and hooks from the
-            # common directory (the admin directory has neither).
-            common_dirs, common_includes = hooks_and_includes(top, common, self.home)
-            dirs = [*dirs[1:], *common_dirs]
-            includes = [*includes, *common_includes]
             configs.append(os.path.join(common, "config"))
         for directory in dict.fromkeys(dirs):
             if (top, directory) not in self.dirs:
@@ -398,20 +396,6 @@ def _worktree_config(text: str) -> bool:
         return False
     return any(section == "extensions" and value.lower() in ("true", "yes", "on", "1")
                for section, _, value in config_entries(text, _WORKTREE_KEY))
-
-
-def _common_dir(git_dir: str) -> str | None:
-    try:
-        with open(os.path.join(git_dir, "commondir"), "rb") as handle:
-            text = handle.read(4097)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise _Unsure(f"cannot read {git_dir}/commondir: {exc.strerror}") from exc
-    value = text.decode("utf-8", "surrogateescape").strip()
-    if not value or len(text) > 4096:
-        raise _Unsure(f"{git_dir}/commondir is not a path")
-    return os.path.normpath(os.path.join(git_dir, value))
 
 
 def _under(path: str, parents: tuple[str, ...] | list[str]) -> bool:

@@ -125,8 +125,9 @@ def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Mod
     targets = [v for opt, v in parsed.options if "wdir" in opt.roles and v is not None]
     # mv and ln replace a destination that is not a directory as an entry (a link there is
     # replaced, not written through); -T / -n say so even for a directory.
-    as_entry = kind in ("move", "link") and parsed.has(
-        "--no-target-directory", "-T", "--no-dereference", "-n")
+    no_target_dir = parsed.has("--no-target-directory", "-T")  # DEST itself, never DEST/name
+    as_entry = kind in ("move", "link") and (no_target_dir or parsed.has(
+        "--no-dereference", "-n"))
     dests = m.entries if as_entry else m.dests if kind in ("move", "link") else m.writes
     if targets:
         sources, dest = pos, targets[-1]
@@ -172,7 +173,7 @@ def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Mod
     if recursive:
         m.trees.extend(sources)
         m.copies.extend(sources)
-        m.lands.extend((s, dest, True, True) for s in sources)
+        m.lands.extend((s, dest, not no_target_dir, True) for s in sources)
 
 
 def _landed_names(sources: list[str], dest: str) -> list[str]:

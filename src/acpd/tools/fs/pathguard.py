@@ -58,6 +58,12 @@ PATH_ARGS: dict[str, tuple[tuple[str, tuple[Mode, ...]], ...]] = {
     "core__copy_path": (("source", ("read",)), ("destination", ("write",))),
 }
 """Each file tool's path arguments and what it does to them (a move removes its source)."""
+ENTRY_ARGS: dict[tuple[str, str], str] = {
+    ("core__move_path", "source"): "entry", ("core__move_path", "destination"): "dest",
+    ("core__delete_path", "path"): "entry", ("core__copy_path", "destination"): "dest",
+}
+"""Path arguments whose write acts on the directory entry (`judge_path`'s `entry`): a
+rename or a deletion of a directory above a hooks directory or a hook's target swaps it."""
 STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
 
 
@@ -247,7 +253,8 @@ def prejudge(policy: CompiledPolicy, tool_id: str, args: dict[str, Any], cwd: st
             continue
         raw = os.path.expanduser(value) if value == "~" or value.startswith("~/") else value
         for mode in modes:
-            found = judge_path(raw, mode, cwd, rules)
+            entry = ENTRY_ARGS.get((tool_id, name)) if mode == "write" else None
+            found = judge_path(raw, mode, cwd, rules, entry=entry)
             if found is None:
                 continue
             said, rule_id, reason = found

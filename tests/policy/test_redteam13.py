@@ -1,0 +1,202 @@
+"""Red-team 13: the round-12 classes by other spellings. A directory above a protected file
+(a `core.hooksPath` directory, a linked hook's target, a config include) replaced by a rename,
+a link or a copied tree; `cp -T`; a copy whose source the same line makes or changes; linked
+worktrees' shared config and hooks; a link far up a hooks path; hooks a checkout on the same
+line brings. The attack tests fail on 40c4139; the others check that ordinary lines still
+run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from acpd.policy.engine import CompiledPolicy
+from acpd.tools.fs.pathguard import prejudge
+from tests.policy import test_redteam6_more as rt6
+from tests.policy import test_redteam12 as rt12
+from tests.policy.test_redteam6_more import ENV, bash, git, judge
+
+home = rt6.home
+ws = rt6.ws
+repo_dirs = rt12.repo_dirs
+verdicts = rt12.verdicts
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+@pytest.fixture
+def guarded(ws: Path, home: Path) -> Path:
+    """Three protected files with ordinary names: a linked hook's target
+    (scripts/pre-commit), a core.hooksPath directory (tools/git-hooks) and a config include
+    (conf/git.inc); evil/ holds replacements for each."""
+    _write(ws / "scripts" / "pre-commit", "#!/bin/sh\n")
+    (ws / ".git" / "hooks" / "pre-commit").symlink_to("../../scripts/pre-commit")
+    _write(ws / "tools" / "git-hooks" / "post-commit", "#!/bin/sh\n")
+    git(ws, home, "config", "core.hooksPath", "tools/git-hooks")
+    _write(ws / "conf" / "git.inc", "[user]\n\tname = x\n")
+    git(ws, home, "config", "include.path", "../conf/git.inc")
+    for rel in ("pre-commit", "scripts/pre-commit", "tools/git-hooks/post-commit",
+                "conf/git.inc", "ev/scripts/pre-commit"):
+        _write(ws / "evil" / rel, "#!/bin/sh\n")
+    return ws
+
+
+@pytest.mark.parametrize("cmd", [
+    # a rename, a deletion or a link over a directory above a protected file
+    "mv scripts s_old && mv evil scripts", "mv scripts s_old; ln -s evil scripts",
+    "mv tools t_old && mv evil/tools tools", "mv conf c_old && mv evil/conf conf",
+    "mv conf c_old && ln -s evil/conf conf", "mv conf c_old; cp -r evil/conf conf",
+    "ln -sfn evil/conf conf", "rm -rf tools", "mv tools/git-hooks x",
+    # a tree that brings a protected file below its top
+    "cp -r evil/. .", "cp -a evil/. .", "cp -r evil/ev/. .",
+    # -T: DEST itself, not DEST/its name
+    "cp -rT evil scripts", "cp -rT evil/conf conf", "cp -r --no-target-directory evil/tools tools",
+    "cp -aT evil/tools/ tools/",
+])
+def test_a_directory_above_a_protected_file_is_protected(default: CompiledPolicy,
+                                                         guarded: Path, home: Path,
+                                                         cmd: str) -> None:
+    assert verdicts(default, guarded, home, cmd) == {"deny"}, cmd
+
+
+def test_the_class_is_real_and_ordinary_copies_still_run(default: CompiledPolicy,
+                                                         guarded: Path, home: Path,
+                                                         tmp_path: Path) -> None:
+    canary = tmp_path / "canary"
+    _write(guarded / "evil" / "scripts" / "pre-commit", f"#!/bin/sh\ntouch {canary}\n")
+    (guarded / "evil" / "scripts" / "pre-commit").chmod(0o755)
+    git(guarded, home, "config", "--unset", "core.hooksPath")
+    bash(guarded, home, "mv scripts s_old && mv evil/scripts scripts")
+    subprocess.run(["git", "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q",
+                    "--allow-empty", "-m", "x"], cwd=guarded, env={**ENV, "HOME": str(home)},
+                   capture_output=True, check=False)
+    assert canary.exists()  # the hook git ran is the one the rename put in place
+    for cmd in ("cp -r src lib && ls lib", "mkdir -p out && cp -r src out/", "mv src lib",
+                "cp -r scripts backup", "cp -r evil/pre-commit notes"):
+        assert verdicts(default, guarded, home, cmd) == {"allow"}, cmd
+
+
+def test_the_file_tools_cannot_rename_a_directory_above_a_protected_file(
+        default: CompiledPolicy, guarded: Path) -> None:
+    w = str(guarded)
+    for tool, args in (("core__move_path", {"source": "scripts", "destination": "s_old"}),
+                       ("core__move_path", {"source": "conf", "destination": "c_old"}),
+                       ("core__move_path", {"source": "tools", "destination": "t_old"}),
+                       ("core__delete_path", {"path": "conf"})):
+        found = prejudge(default, tool, args, w, (w,))
+        assert found is not None and found.verdict == "deny", (tool, args)
+    assert prejudge(default, "core__move_path", {"source": "src", "destination": "lib"},
+                    w, (w,)) is None
+
+
+@pytest.mark.parametrize("cmd", [
+    "mkdir x && printf '[core]\\n' > x/config && cp -r x/. gd/",
+    "ln -s evil x && cp -r x/. gd/", "cp -r evil x && cp -r x/. gd",
+    "mkdir -p x/hooks && echo x > x/hooks/pre-commit && cp -r x/. gd/",
+])
+def test_a_source_the_line_makes_is_not_judged_as_it_is_now(default: CompiledPolicy,
+                                                           repo_dirs: Path, home: Path,
+                                                           cmd: str) -> None:
+    assert "allow" not in verdicts(default, repo_dirs, home, cmd), cmd
+
+
+def test_a_tree_the_line_writes_into_before_copying_it(default: CompiledPolicy,
+                                                      repo_dirs: Path, home: Path) -> None:
+    (repo_dirs / "x").mkdir()
+    cmd = "printf '[core]\\n' > x/config && cp -r x/. gd/"
+    for trust in ("provisional", "trusted"):
+        assert judge(default, repo_dirs, home, cmd, trust=trust)[0] == "ask", trust
+    # under the sandbox git's files (gd/config) stay read-only: only a HEAD matters there
+    assert judge(default, repo_dirs, home, "echo x > x/notes && cp -r x/. y",
+                 sandboxed=True)[0] == "allow"
+    assert judge(default, repo_dirs, home, "echo x > x/HEAD && cp -r x/. y",
+                 sandboxed=True)[0] == "ask"
+
+
+def test_a_link_made_on_the_line_to_a_clone_cannot_make_the_root_a_git_dir(
+        default: CompiledPolicy, tmp_path: Path, home: Path) -> None:
+    root = tmp_path / "plain"
+    (root / "lib").mkdir(parents=True)
+    git(root / "lib", home, "init", "-q", "-b", "main")
+    git(root / "lib", home, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q",
+        "--allow-empty", "-m", "x")
+    line = ("ln -s lib l && cp -r l/.git/logs/. . && mkdir objects && "
+            "printf '[core]\\n\\tfsmonitor = touch x\\n' > config")
+    assert "allow" not in verdicts(default, root, home, line)
+    assert judge(default, root, home, "cp -r lib/.git/logs/. .", sandboxed=True)[0] == "ask"
+    ig = ("ln -s evil x && cp -r x/. . && rg -n SECRET", "ln -s tc x && cp -r x/. . && cargo -V")
+    for cmd in ig:
+        assert judge(default, root, home, cmd)[0] == "ask", cmd
+
+
+def test_ordinary_lines_that_make_and_copy(default: CompiledPolicy, ws: Path,
+                                           home: Path) -> None:
+    for cmd in ("sed s/a/b/ app.py > app.tmp && mv app.tmp app.py",
+                "mkdir -p build && cp README.md build/ && ls build",
+                "cp -r src dist && ls dist", "mkdir -p out && cp -r src out/"):
+        assert verdicts(default, ws, home, cmd) == {"allow"}, cmd
+
+
+@pytest.fixture
+def worktree(tmp_path: Path, home: Path) -> Path:
+    """A husky repository (core.hooksPath = .husky, a tracked hook) and a linked worktree."""
+    main = tmp_path / "main"
+    main.mkdir()
+    git(main, home, "init", "-q", "-b", "main")
+    _write(main / ".husky" / "pre-commit", "#!/bin/sh\n")
+    (main / ".husky" / "pre-commit").chmod(0o755)
+    _write(main / "conf" / "git.inc", "[user]\n\tname = x\n")
+    git(main, home, "config", "core.hooksPath", ".husky")
+    git(main, home, "config", "include.path", "../conf/git.inc")
+    git(main, home, "add", "-A")
+    git(main, home, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "x")
+    git(main, home, "worktree", "add", "-q", "../wt")
+    return tmp_path / "wt"
+
+
+def test_a_linked_worktree_uses_the_common_config_and_hooks(default: CompiledPolicy,
+                                                            worktree: Path,
+                                                            home: Path) -> None:
+    assert verdicts(default, worktree, home, "printf 'touch x\\n' >> .husky/pre-commit") == \
+        {"deny"}
+    assert judge(default, worktree, home, "git commit --allow-empty -m x")[0] == "ask"
+    found = prejudge(default, "core__edit", {"path": ".husky/pre-commit"}, str(worktree),
+                     (str(worktree),))
+    assert found is not None and found.verdict == "deny"
+
+
+def test_a_link_anywhere_on_the_hooks_path(default: CompiledPolicy, ws: Path,
+                                           home: Path) -> None:
+    _write(ws / "real" / "sub" / "git-hooks" / "pre-commit", "#!/bin/sh\n")
+    (ws / "lnk").symlink_to("real")
+    git(ws, home, "config", "core.hooksPath", "lnk/sub/git-hooks")
+    for cmd in ("printf 'touch x\\n' >> real/sub/git-hooks/pre-commit",
+                "cp app.py real/sub/git-hooks/post-commit"):
+        assert verdicts(default, ws, home, cmd) == {"deny"}, cmd
+
+
+def test_hooks_a_checkout_on_the_line_brings(default: CompiledPolicy, ws: Path,
+                                             home: Path) -> None:
+    git(ws, home, "config", "core.hooksPath", ".husky")
+    git(ws, home, "switch", "-q", "-c", "withhook")
+    _write(ws / ".husky" / "pre-commit", "#!/bin/sh\n")
+    (ws / ".husky" / "pre-commit").chmod(0o755)
+    git(ws, home, "add", ".husky")
+    git(ws, home, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "hook")
+    git(ws, home, "switch", "-q", "main")
+    assert not (ws / ".husky").exists()
+    for cmd in ("git switch withhook && git commit --allow-empty -m x",
+                "git stash pop; git commit -m x"):
+        assert judge(default, ws, home, cmd)[0] == "ask", cmd
+        assert judge(default, ws, home, cmd, sandboxed=True)[0] == "allow", cmd
+    assert judge(default, ws, home, "git commit --allow-empty -m x")[0] == "allow"
+    # with the hooks in .git only, a checkout cannot bring one
+    git(ws, home, "config", "--unset", "core.hooksPath")
+    assert judge(default, ws, home, "git switch withhook && git commit -m x")[0] == "allow"
+    assert os.path.isdir(ws / ".git" / "hooks")
