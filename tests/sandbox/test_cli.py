@@ -200,6 +200,9 @@ def test_status_describes_the_workspace(ws: Path, home: Path, tmp_path: Path) ->
     assert info["landlock_abi"] >= 0
     assert str(ws / "secrets") in info["workspace"]["masked_dirs"]
     assert str(ws / "vendor" / "lib" / ".git" / "hooks") in info["workspace"]["read_only"]
+    # everything the profile holds is shown: pins and stubs for git's code too
+    assert {"pinned", "stub_files", "git_read_only"} <= info["workspace"].keys()
+    assert str(ws / ".git") in info["workspace"]["pinned"]
 
 
 def test_the_repository_cannot_be_swapped_for_a_fresh_one(

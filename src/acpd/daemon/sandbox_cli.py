@@ -188,6 +188,8 @@ def _describe(config: str | None, workspace: str) -> dict[str, object]:
         "build_ms": round((time.perf_counter() - started) * 1000, 2), "walked": conf.walked,
         "complete": conf.complete, "masked_files": len(conf.mask_files),
         "masked_dirs": list(conf.mask_dirs), "read_only": list(conf.read_only),
-        "write_paths": list(conf.write_paths), "network": conf.network,
+        "git_read_only": list(conf.git_read_only), "stub_files": list(conf.stub_files),
+        "pinned": list(conf.pinned), "write_paths": list(conf.write_paths),
+        "network": conf.network,
         "notes": list(conf.notes),
     }
