@@ -200,3 +200,15 @@ def test_hooks_a_checkout_on_the_line_brings(default: CompiledPolicy, ws: Path,
     git(ws, home, "config", "--unset", "core.hooksPath")
     assert judge(default, ws, home, "git switch withhook && git commit -m x")[0] == "allow"
     assert os.path.isdir(ws / ".git" / "hooks")
+
+
+def test_a_tilde_after_the_equals_of_an_assignment_shaped_argument(default: CompiledPolicy,
+                                                                   ws: Path,
+                                                                   home: Path) -> None:
+    out = bash(ws, home, "echo of=~/x a=b:~/y --opt=~/z e=a~/w").stdout.split()
+    assert out == [f"of={home}/x", f"a=b:{home}/y", "--opt=~/z", "e=a~/w"]  # bash's rule
+    for cmd in ("dd if=README.md of=~/.bashrc", "dd if=~/.ssh/id_rsa of=x",
+                "dd if=README.md of=~/.ssh/authorized_keys"):
+        assert judge(default, ws, home, cmd, trust="trusted")[0] == "deny", cmd
+    # not assignment-shaped: the tilde stays, a relative name inside the workspace
+    assert judge(default, ws, home, "sort --output=~/notes README.md")[0] == "allow"

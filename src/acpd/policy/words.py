@@ -182,6 +182,10 @@ def _parse_braced(body: str, quoted: bool) -> Seg:
 
 _TILDE = re.compile(r"~([^/\\'\"$`]*)(?=/|$)")
 """A tilde-prefix: up to the first slash, with nothing quoted or expanded in it."""
+_ASSIGNISH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+"""A word shaped like an assignment (`of=~/x`): bash expands a tilde-prefix after its `=`
+and after each unquoted `:` in it, even as a command's argument (`dd of=~/.bashrc`)."""
+_TILDE_IN_ASSIGN = re.compile(r"~([^/:\\'\"$`]*)(?=[/:]|$)")
 _STACK_PREFIX = re.compile(r"[+-]?[0-9]*")
 _STACK = "\x00stack"
 
@@ -207,17 +211,20 @@ def lex(text: str, home: str) -> list[Seg]:
     segs: list[Seg] = []
     i, n = 0, len(text)
     if text.startswith("~"):
-        m = _TILDE.match(text)
-        if m:
-            place = tilde_place(m.group(1), home)
-            if place is not None:
-                segs.append(Dyn("a directory stack entry (~+, ~-, ~N)", False)
-                            if place is _STACK else Lit(place, True))
-                i = m.end()
+        i = _tilde(_TILDE, text, 0, home, segs)
+    assign = 0  # where a tilde-prefix may follow `=` (an assignment-shaped word), else 0
+    if "~" in text and (m := _ASSIGNISH.match(text)) is not None:
+        segs.append(Lit(m.group(0), False))
+        i = assign = m.end()
     while i < n:
         ch = text[i]
         if not len(segs) & 1023 and segs:  # a 64 KiB word is thousands of segments
             check()
+        if assign and ch == "~" and (i == assign or text[i - 1] == ":"):
+            j = _tilde(_TILDE_IN_ASSIGN, text, i, home, segs)
+            if j > i:
+                i = j
+                continue
         if ch == "\\":
             if i + 1 < n:
                 if text[i + 1] != "\n":
@@ -250,11 +257,25 @@ def lex(text: str, home: str) -> list[Seg]:
             i = _match_paren(text, i + 1) + 1
         else:
             j = i + 1
-            while j < n and text[j] not in "\\'\"$`<>":
+            while j < n and text[j] not in "\\'\"$`<>" and not (
+                    assign and text[j] == "~" and text[j - 1] == ":"):
                 j += 1
             segs.append(Lit(text[i:j], False))
             i = j
     return segs
+
+
+def _tilde(pattern: re.Pattern[str], text: str, i: int, home: str, segs: list[Seg]) -> int:
+    """Expand the tilde-prefix at `i` into `segs`; where the word goes on (`i`: it stays)."""
+    m = pattern.match(text, i)
+    if m is None:
+        return i
+    place = tilde_place(m.group(1), home)
+    if place is None:
+        return i
+    segs.append(Dyn("a directory stack entry (~+, ~-, ~N)", False) if place is _STACK
+                else Lit(place, True))
+    return m.end()
 
 
 def _double(text: str, i: int, segs: list[Seg]) -> int:
