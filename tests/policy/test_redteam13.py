@@ -48,11 +48,10 @@ def guarded(ws: Path, home: Path) -> Path:
 
 
 @pytest.mark.parametrize("cmd", [
-    # a rename, a deletion or a link over a directory above a protected file
-    "mv scripts s_old && mv evil scripts", "mv scripts s_old; ln -s evil scripts",
-    "mv tools t_old && mv evil/tools tools", "mv conf c_old && mv evil/conf conf",
-    "mv conf c_old && ln -s evil/conf conf", "mv conf c_old; cp -r evil/conf conf",
-    "ln -sfn evil/conf conf", "rm -rf tools", "mv tools/git-hooks x",
+    # a rename or a link made in place of a directory above a protected file
+    "mv scripts s_old && mv evil scripts", "mv tools t_old && mv evil/tools tools",
+    "mv conf c_old && mv evil/conf conf", "mv conf c_old; cp -r evil/conf conf",
+    "ln -sfn evil/conf conf", "ln -sT evil/conf conf", "mv tools/git-hooks x",
     # a tree that brings a protected file below its top
     "cp -r evil/. .", "cp -a evil/. .", "cp -r evil/ev/. .",
     # -T: DEST itself, not DEST/its name
@@ -63,6 +62,18 @@ def test_a_directory_above_a_protected_file_is_protected(default: CompiledPolicy
                                                          guarded: Path, home: Path,
                                                          cmd: str) -> None:
     assert verdicts(default, guarded, home, cmd) == {"deny"}, cmd
+
+
+@pytest.mark.parametrize("cmd", [
+    # the link is made where the line removed the directory: not known before it runs
+    "mv scripts s_old; ln -s evil scripts", "mv conf c_old && ln -s evil/conf conf",
+])
+def test_a_link_where_the_line_removed_a_directory_asks(default: CompiledPolicy,
+                                                       guarded: Path, home: Path,
+                                                       cmd: str) -> None:
+    assert "allow" not in verdicts(default, guarded, home, cmd), cmd
+    # removing one is no swap: git then runs no hook, or the one a later write (judged) makes
+    assert "deny" not in verdicts(default, guarded, home, "rm -rf tools")
 
 
 def test_the_class_is_real_and_ordinary_copies_still_run(default: CompiledPolicy,
@@ -85,12 +96,12 @@ def test_the_class_is_real_and_ordinary_copies_still_run(default: CompiledPolicy
 def test_the_file_tools_cannot_rename_a_directory_above_a_protected_file(
         default: CompiledPolicy, guarded: Path) -> None:
     w = str(guarded)
-    for tool, args in (("core__move_path", {"source": "scripts", "destination": "s_old"}),
-                       ("core__move_path", {"source": "conf", "destination": "c_old"}),
-                       ("core__move_path", {"source": "tools", "destination": "t_old"}),
-                       ("core__delete_path", {"path": "conf"})):
-        found = prejudge(default, tool, args, w, (w,))
-        assert found is not None and found.verdict == "deny", (tool, args)
+    for name in ("scripts", "conf", "tools"):  # the first call (a rename away) has run
+        (guarded / name).rename(guarded / f"{name}.old")
+        for tool in ("core__move_path", "core__copy_path"):
+            args = {"source": f"evil/{name}", "destination": name}
+            found = prejudge(default, tool, args, w, (w,))
+            assert found is not None and found.verdict == "deny", (tool, args)
     assert prejudge(default, "core__move_path", {"source": "src", "destination": "lib"},
                     w, (w,)) is None
 
@@ -99,11 +110,22 @@ def test_the_file_tools_cannot_rename_a_directory_above_a_protected_file(
     "mkdir x && printf '[core]\\n' > x/config && cp -r x/. gd/",
     "ln -s evil x && cp -r x/. gd/", "cp -r evil x && cp -r x/. gd",
     "mkdir -p x/hooks && echo x > x/hooks/pre-commit && cp -r x/. gd/",
+    # `..` after a link the line makes goes where the link points (red-team 13b G2)
+    "mkdir -p src/s && ln -s src/s l && cp -r evil l/../x && cp -r src/x/. gd/",
 ])
 def test_a_source_the_line_makes_is_not_judged_as_it_is_now(default: CompiledPolicy,
                                                            repo_dirs: Path, home: Path,
                                                            cmd: str) -> None:
-    assert "allow" not in verdicts(default, repo_dirs, home, cmd), cmd
+    for trust in ("provisional", "trusted"):
+        assert judge(default, repo_dirs, home, cmd, trust=trust)[0] != "allow", (cmd, trust)
+    # sandboxed, gd's config and hooks are read-only: what the source brings matters when it
+    # is unknown (made by a link or a copy) or holds a HEAD
+    sandboxed = judge(default, repo_dirs, home, cmd, sandboxed=True)[0]
+    assert sandboxed == ("allow" if cmd.startswith(("mkdir -p x/hooks", "mkdir x")) else
+                         "ask"), cmd
+    made = cmd.replace("x/config", "x/HEAD").replace("x/hooks/pre-commit", "x/hooks/HEAD")
+    if made != cmd:
+        assert judge(default, repo_dirs, home, made, sandboxed=True)[0] == "ask", made
 
 
 def test_a_tree_the_line_writes_into_before_copying_it(default: CompiledPolicy,
@@ -212,3 +234,54 @@ def test_a_tilde_after_the_equals_of_an_assignment_shaped_argument(default: Comp
         assert judge(default, ws, home, cmd, trust="trusted")[0] == "deny", cmd
     # not assignment-shaped: the tilde stays, a relative name inside the workspace
     assert judge(default, ws, home, "sort --output=~/notes README.md")[0] == "allow"
+
+
+def test_a_parent_step_after_a_link_goes_where_the_kernel_takes_it(default: CompiledPolicy,
+                                                                  guarded: Path, home: Path,
+                                                                  tmp_path: Path) -> None:
+    """`l/../x` with `l -> a/b` is `a/x` (bash and the kernel), not `./x` (a textual
+    normpath): a link already there, or one the line makes (red-team 13b G1)."""
+    (guarded / "scripts" / "d").mkdir()
+    (guarded / "l").symlink_to("scripts/d")
+    out = bash(guarded, home, "echo hi > l/../probe && cat scripts/probe")
+    assert out.stdout.strip() == "hi"  # the class is real
+    (guarded / "scripts" / "probe").unlink()
+    for cmd in ("cp evil/pre-commit l/../pre-commit", "echo x >> l/../pre-commit"):
+        assert verdicts(default, guarded, home, cmd) == {"deny"}, cmd
+    deep = guarded / "src" / "1" / "2" / "3"
+    deep.mkdir(parents=True)
+    (deep / "up").symlink_to(home)
+    assert judge(default, guarded, home, "echo x >> src/1/2/3/up/../home/.bashrc",
+                 trust="trusted")[0] == "deny"  # HOME's .bashrc, not src/1/2/3/home/.bashrc
+    for cmd in ("mkdir -p tools/d && ln -s tools/d k && echo x >> k/../git-hooks/post-commit",
+                "ln -s scripts/d k && cp evil/pre-commit k/../pre-commit"):
+        assert "allow" not in verdicts(default, guarded, home, cmd), cmd
+    found = prejudge(default, "core__write", {"path": "l/../pre-commit", "content": "x"},
+                     str(guarded), (str(guarded),))
+    assert found is not None and found.verdict == "deny"
+    for cmd in ("cat src/../README.md", "ls src/../scripts && cp -r src/../scripts bk"):
+        assert judge(default, guarded, home, cmd, trust="trusted")[0] == "allow", cmd
+
+
+@pytest.mark.parametrize("layout", ["linked-dir", "linked-hook"])
+def test_hooks_a_checkout_brings_through_links(default: CompiledPolicy, ws: Path, home: Path,
+                                               layout: str) -> None:
+    """`.git/hooks -> ../githooks`, or a hook linked to a work-tree file, where only another
+    branch holds the files (red-team 13b G5)."""
+    git(ws, home, "switch", "-q", "-c", "withhook")
+    _write(ws / "githooks" / "pre-commit", "#!/bin/sh\n")
+    (ws / "githooks" / "pre-commit").chmod(0o755)
+    git(ws, home, "add", "githooks")
+    git(ws, home, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "hook")
+    git(ws, home, "switch", "-q", "main")
+    hooks = ws / ".git" / "hooks"
+    if layout == "linked-dir":
+        for sample in hooks.iterdir():
+            sample.unlink()
+        hooks.rmdir()
+        hooks.symlink_to("../githooks")
+    else:
+        (hooks / "pre-commit").symlink_to("../../githooks/pre-commit")
+    cmd = "git switch withhook && git commit --allow-empty -m x"
+    assert judge(default, ws, home, cmd)[0] == "ask", layout
+    assert judge(default, ws, home, cmd, sandboxed=True)[0] == "allow", layout

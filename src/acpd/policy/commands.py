@@ -31,7 +31,7 @@ from acpd.policy.pathlookup import shadow_finding
 from acpd.policy.programtable import ProgramTable
 from acpd.policy.rulematch import GLOB, CompiledRule, rule_matches
 from acpd.policy.rules import GlobRule, Settings
-from acpd.policy.sandbox import inside, resolve
+from acpd.policy.sandbox import has_parent_step, inside, physical, resolve
 from acpd.policy.toolpins import PINNED, pin_finding
 from acpd.policy.words import DYN
 from acpd.policy.wrappers import WRAPPERS
@@ -46,6 +46,11 @@ _PATH_COMMANDS = frozenset({"dd", "find"})
 
 MAX_LANDED_TOP = 512
 """A copied or moved tree's top-level entries each judged where they land, at most."""
+FILE_MAKERS = frozenset({"cp", "touch", "tee", "dd", "sort", "sed", "uniq", "truncate", "shuf",
+                         "split", "csplit", "gzip", "gunzip", "bzip2", "xz", "base64"})
+"""Programs whose writes make regular files only (a copy without -r, -s...): a write of
+theirs below a tree a line copies changes a file's content or adds a file, never a
+directory or a link (linectx `_over`)."""
 
 
 class CommandJudge:
@@ -64,7 +69,7 @@ class CommandJudge:
     table: ProgramTable
 
     def _path(self, raw: str, mode: str, ctx: _Ctx, *, redirect: bool = False,
-              entry: str | None = None) -> None:
+              entry: str | None = None, made: str | None = None) -> None:
         raise NotImplementedError  # CompiledPolicy's
 
     def _command(self, argv: list[str], ctx: _Ctx, depth: int) -> None:
@@ -172,8 +177,7 @@ class CommandJudge:
             name = os.path.basename(source.rstrip("/"))  # as written: `src/.` is its files
             named = into and name not in ("", ".", "..")
             for cwd in ctx.cwds:
-                top = effects.absolute(source, cwd)
-                base = effects.absolute(dest, cwd)
+                top, base = _physical(source, cwd), _physical(dest, cwd)
                 prefixes = [base]
                 if named and (os.path.isdir(base) or not os.path.lexists(base)):
                     prefixes.append(os.path.join(base, name))
@@ -289,10 +293,13 @@ class CommandJudge:
         links = _links(mdl, ctx)
         for r in (*mdl.reads, *links):
             self._path(r, "read", ctx)
+        made = "dir" if mdl.program == "mkdir" else "file" if mdl.program in FILE_MAKERS \
+            and not (mdl.lands or mdl.links or mdl.trees) else None
         for w in (*mdl.writes, *links):
-            self._path(w, "write", ctx)
+            self._path(w, "write", ctx, made=made)
+        deleted = {d for d, _ in mdl.deletes}
         for e in mdl.entries:  # rm lnk, mv lnk x: the link itself, not its target
-            self._path(e, "write", ctx, entry="entry")
+            self._path(e, "write", ctx, entry="entry" if e in deleted else "made")
         for d in mdl.dests:  # mv a lnk: replaced, or written into when a directory
             self._path(d, "write", ctx, entry="dest")
         if mdl.detach and not ctx.sandboxed and ctx.only_rule is None:
@@ -452,3 +459,10 @@ def _links(mdl: programs.Model, ctx: _Ctx) -> list[str]:
         return mdl.links
     return [*mdl.links, *(t for d, t in mdl.link_dirs
                           if any(os.path.isdir(os.path.join(c, d)) for c in ctx.cwds))]
+
+
+def _physical(raw: str, cwd: str) -> str:
+    """Where `raw` is from `cwd`, a `..` taken through the links before it (`physical`)."""
+    path = effects.absolute(raw, cwd)
+    return physical(raw if raw.startswith("/") else f"{cwd}/{raw}") \
+        if has_parent_step(raw) else path

@@ -35,6 +35,7 @@ from acpd.policy.sandbox import (
     PathRules,
     close_decision,
     compile_patterns,
+    has_parent_step,
     judge_path,
     normalized_roots,
     open_decision,
@@ -346,7 +347,7 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             ctx.out.add("deny", rule_id, f"blocked: {reason}")
 
     def _path(self, raw: str, mode: str, ctx: Ctx, *, redirect: bool = False,
-              entry: str | None = None) -> None:
+              entry: str | None = None, made: str | None = None) -> None:
         if ctx.only_rule is not None:
             return
         budget_mod.check()
@@ -354,8 +355,14 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             ctx.out.add("ask", "path.too-long", f"a {mode} path of {len(raw)} characters")
             return
         literal = ctx.globs is not None and raw in ctx.globs.literal
+        if has_parent_step(raw):  # `l/../x`: where it goes depends on what l is then
+            for cwd in ctx.cwds:
+                parts = (raw if raw.startswith("/") else f"{cwd}/{raw}").split("/")
+                above = os.path.normpath("/".join(parts[: parts.index("..")]) or "/")
+                ctx.rely_tree(above, f"{raw} goes up (..) from {above} as it is now",
+                              ctx.mark(), below=False)
         if mode != "read":
-            ctx.wrote(raw, file=redirect)
+            ctx.wrote(raw, made or ("file" if redirect else "entry" if entry else "data"))
         for cwd in ctx.cwds:
             hit = judge_path(raw, mode, cwd, ctx.paths, redirect=redirect, literal=literal,
                              entry=entry)

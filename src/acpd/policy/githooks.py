@@ -93,10 +93,9 @@ def hooks_that_run(sub: str, sub_args: list[str], cwd: str, home: str,
         if repo is None:
             return None
         for directory in hook_dirs(repo.top, repo.git_dir, home):
-            if in_tree is not None and _below(directory, repo.top) and not _below(
-                    directory, repo.git_dir):
+            if in_tree is not None and _in_work_tree(directory, repo.top, repo.git_dir):
                 in_tree.append(directory)
-            found = _existing_hook(directory, names)
+            found = _existing_hook(directory, names, in_tree)
             if found is not None:
                 return (f"git {sub} would run the hook {found}, which can run code from the "
                         "workspace; the workspace is not trusted")
@@ -107,6 +106,15 @@ def hooks_that_run(sub: str, sub_args: list[str], cwd: str, home: str,
 
 def _below(path: str, parent: str) -> bool:
     return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+def _in_work_tree(path: str, top: str, git_dir: str) -> bool:
+    """Is `path` (as written, or its real path: `.git/hooks -> ../githooks`) a place in the
+    work tree, where a checkout writes, rather than in a git directory?"""
+    real = os.path.realpath(path)
+    real_git = os.path.realpath(common_dir(git_dir) or git_dir)
+    return any(_below(p, t) and not _below(p, g) for p, t, g in (
+        (path, top, git_dir), (real, os.path.realpath(top), real_git)))
 
 
 def hooks_of(sub: str, sub_args: list[str]) -> frozenset[str]:
@@ -313,9 +321,11 @@ def _value(raw: str) -> str:
     return "".join(out).strip()
 
 
-def _existing_hook(directory: str, names: frozenset[str]) -> str | None:
+def _existing_hook(directory: str, names: frozenset[str],
+                   dangling: list[str] | None = None) -> str | None:
     """The first hook of `names` present and executable in `directory` (a few names are
-    looked up one by one, many by listing the directory)."""
+    looked up one by one, many by listing the directory). A hook that is a link to nothing
+    yet is added to `dangling` (a checkout can make what it points to)."""
     if len(names) <= FEW:
         candidates = sorted(names)
     else:
@@ -330,6 +340,8 @@ def _existing_hook(directory: str, names: frozenset[str]) -> str | None:
         try:
             st = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
+            if dangling is not None and os.path.islink(path):
+                dangling.append(path)
             continue
         except OSError as exc:
             raise Uncertain(f"cannot examine {path}: {exc.strerror}") from exc

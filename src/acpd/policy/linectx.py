@@ -22,19 +22,27 @@ from acpd.policy.words import Env, expand
 MAX_ARGV_COMBOS = 16
 
 
-def _over(written: str, tree: str, file: bool, pattern: bool, sandboxed: bool) -> bool:
-    """Does a write of `written` change what is at or below `tree`? Below it, yes; but under
-    the sandbox, which keeps git's code read-only, a file only matters when it is a `HEAD`
-    (it makes its directory a git directory). The tree itself or a directory above it,
-    unless only a file can be made there (a redirect: the copy of a file lands as a file,
-    judged by its landed name)."""
+def _over(written: str, tree: str, kind: str, pattern: bool, sandboxed: bool,
+          below: bool) -> bool:
+    """Does a write of `written` (`kind`: "file", a redirect or a program that only makes
+    regular files; "dir", mkdir, which only makes empty directories; "entry", a rename,
+    deletion or link of the entry; "data", any other) change what is at or below `tree`?
+    Never for "dir" (what later fills it is written below the tree, and judged so). The
+    tree itself or a directory above it: yes, unless only a file can be made there (the
+    copy of a file lands as a file, judged by its landed name). Below it
+    (when `below`): yes, unless it only changes the content of a file the listing saw (a
+    regular file now, not replaced as an entry); under the sandbox, which keeps git's code
+    read-only, only a new `HEAD` counts (it makes its directory a git directory)."""
+    if kind == "dir":
+        return False
+    top = tree.rstrip("/") + "/"
     if pattern:  # a glob: below the tree by its literal start, or naming it or one above
         literal = written[:min(written.find(c) % (len(written) + 1) for c in "*?[")]
-        if literal.startswith(tree.rstrip("/") + "/"):
-            return not (sandboxed and file and not fnmatch.fnmatchcase(
+        if literal.startswith(top):
+            return below and (not sandboxed or fnmatch.fnmatchcase(
                 "HEAD", os.path.basename(written)))
         probe = tree
-        while not file:
+        while kind != "file":
             if fnmatch.fnmatchcase(probe, written):
                 return True
             parent = os.path.dirname(probe)
@@ -42,9 +50,12 @@ def _over(written: str, tree: str, file: bool, pattern: bool, sandboxed: bool) -
                 break
             probe = parent
         return False
-    if written.startswith(tree.rstrip("/") + "/"):
-        return not (sandboxed and file and os.path.basename(written) != "HEAD")
-    return not file and (written == tree or tree.startswith(written.rstrip("/") + "/"))
+    if written.startswith(top):
+        if not below or (kind != "entry" and os.path.isfile(written)
+                         and not os.path.islink(written)):
+            return False
+        return not sandboxed or os.path.basename(written) == "HEAD"
+    return kind != "file" and (written == tree or tree.startswith(written.rstrip("/") + "/"))
 
 
 class Ctx:
@@ -85,17 +96,18 @@ class Ctx:
         """The names (last components) of the paths the line writes."""
         self.relied: dict[str, str] | None = None
         """Names of files a check read on disk before the line ran -> what relied on them."""
-        self.writes: list[tuple[str, bool]] | None = None
-        """The paths the line writes as written (and: only a file can be made there)."""
-        self.relied_trees: list[tuple[str, str, int, int]] | None = None
-        """(absolute path, what relied on it, and the span of `writes` that are the relying
-        command's own): trees a check listed on disk."""
+        self.writes: list[tuple[str, str]] | None = None
+        """The paths the line writes as written, and how (`_over`'s kinds)."""
+        self.relied_trees: list[tuple[str, str, int, int, bool]] | None = None
+        """(absolute path, what relied on it, the span of `writes` that are the relying
+        command's own, whether what is below it counts): trees a check listed on disk, and
+        directories a path goes up (`..`) from."""
 
-    def wrote(self, raw: str, *, file: bool = False) -> None:
-        """The line writes the path `raw` (`file`: a redirect, which can only make a file
-        there)."""
+    def wrote(self, raw: str, kind: str = "data") -> None:
+        """The line writes the path `raw` (`kind`: "file" for a redirect, which can only make
+        a file there; "entry" for a rename, deletion or link of the entry; else "data")."""
         self.wrote_name(raw)
-        self.writes.append((raw, file))  # type: ignore[union-attr]
+        self.writes.append((raw, kind))  # type: ignore[union-attr]
 
     def wrote_name(self, raw: str) -> None:
         """The line writes a file of this name somewhere ("*": any name, anywhere)."""
@@ -108,14 +120,15 @@ class Ctx:
         """How many writes the line has made so far (`rely_tree`'s `since`)."""
         return len(self.writes) if self.writes is not None else 0
 
-    def rely_tree(self, path: str, why: str, since: int) -> None:
+    def rely_tree(self, path: str, why: str, since: int, *, below: bool = True) -> None:
         """A check judged by what is at or below the absolute `path` now (a copy's source
         tree). Stale when another command of the line writes there, below it, or over one of
         its directories (`ln -s lib l && cp -r l/. gd`); the relying command's own writes
-        (from `since`, its `mark()` before it wrote, to now) are not another's."""
+        (from `since`, its `mark()` before it wrote, to now) are not another's. `below`
+        False: only what the entry itself is counts (a path that goes up from it, `l/..`)."""
         if self.relied_trees is None:
             self.relied_trees = []
-        self.relied_trees.append((path, why, since, self.mark()))
+        self.relied_trees.append((path, why, since, self.mark(), below))
 
     def rely(self, names: Iterable[str], why: str) -> None:
         """A check judged by these files as they are now (`.gitignore`, `rust-toolchain`)."""
@@ -147,13 +160,13 @@ class Ctx:
         assert self.relied_trees is not None and self.writes is not None
         if "*" in self.written:  # type: ignore[operator]
             return "*", self.relied_trees[0][1]
-        for k, (raw, file) in enumerate(self.writes):
+        for k, (raw, kind) in enumerate(self.writes):
             pattern = any(c in raw for c in "*?[")
             for cwd in self.cwds or [self.cwd]:
                 written = os.path.normpath(os.path.join(cwd, raw))
-                for tree, why, since, until in self.relied_trees:
-                    if not since <= k < until and _over(written, tree, file, pattern,
-                                                                  self.sandboxed):
+                for tree, why, since, until, below in self.relied_trees:
+                    if not since <= k < until and _over(written, tree, kind, pattern,
+                                                        self.sandboxed, below):
                         return raw, why
         return None
 

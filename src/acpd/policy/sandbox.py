@@ -517,6 +517,24 @@ def _first_hit(forms: tuple[str, ...], deny: tuple[PathPattern, ...], prefilter:
 Judged = tuple[Verdict, str, str] | None
 
 
+def physical(path: str) -> str:
+    """The absolute `path` with its `..` components taken as the kernel takes them: after
+    the links before them are resolved (`l/../x` with `l -> a/b` is `a/x`, where a textual
+    normpath says `x`); the rest normalized as written (its last component not followed)."""
+    parts = path.split("/")
+    if ".." not in parts:
+        return _normpath(path)
+    last = len(parts) - 1 - parts[::-1].index("..")
+    head = resolve("/".join(parts[: last + 1]) or "/")
+    tail = "/".join(p for p in parts[last + 1 :] if p)
+    return _normpath(f"{head.rstrip('/')}/{tail}") if tail else head
+
+
+def has_parent_step(raw: str) -> bool:
+    """Does the path as written hold a `..` component (see `physical`)?"""
+    return ".." in raw and ".." in raw.split("/")
+
+
 def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: bool = False,
                cached: bool = False, literal: bool = False,
                entry: str | None = None) -> tuple[Verdict, str, str] | None:
@@ -524,8 +542,10 @@ def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: boo
     (`cached` is accepted and ignored: no file-system fact outlives a decision). Glob
     characters in `raw` are taken as a pattern that may name a denied path, unless `literal`
     (the shell expanded the word on disk and it matched nothing: it is passed as written).
-    `entry`: "entry" when the command acts on the directory entry (a link itself), "dest"
-    for a destination replaced as an entry unless it is a directory (see `entry_real`)."""
+    `entry`: "entry" when the command acts on the directory entry (a link itself), "made"
+    when it makes the entry (a link or a rename's new name: a directory above a hooks
+    directory made so swaps it), "dest" for a destination replaced as an entry unless it is
+    a directory (see `entry_real`)."""
     if DYN in raw:
         return ("ask", "path.dynamic", f"{mode} path {raw.replace(DYN, '$?')!r} is not known "
                 "before running")
@@ -533,7 +553,8 @@ def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: boo
         return None
     if redirect and (raw in REDIRECT_DEVICES or _DEV_FD.fullmatch(raw)):
         return None
-    lexical = _normpath(raw if raw.startswith("/") else _join(cwd, raw))
+    joined = raw if raw.startswith("/") else _join(cwd, raw)
+    lexical = _normpath(joined)
     if lexical.startswith("//"):
         lexical = "/" + lexical.lstrip("/")
     if "\x00" in lexical:
@@ -544,15 +565,17 @@ def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: boo
     else:
         deny, prefilter = rules.deny_write, rules.write_filter
     try:
-        real = resolve(lexical) if entry is None else entry_real(lexical, raw,
-                                                                 dest=entry == "dest")
+        # `l/../x` goes where the kernel takes it: through the link, not to ./x
+        place = physical(joined) if has_parent_step(raw) else lexical
+        real = resolve(place) if entry is None else entry_real(place, raw,
+                                                               dest=entry == "dest")
     except OSError as exc:  # EACCES on /proc/1/root, ELOOP...: a verdict, never an error
         hit = matches(lexical, deny, rules.roots)
         if hit is not None:
             return ("deny", f"path.deny-{mode}", f"{mode} of {raw} matches deny_{mode} {hit!r}")
         return ("ask", "path.unresolvable", f"{mode} of {raw}: its real path cannot be read "
                 f"({exc.strerror or exc}), so it cannot be checked")
-    forms = (lexical,) if real == lexical else (lexical, real)
+    forms = tuple(dict.fromkeys((lexical, place, real)))
     hit = _first_hit(forms, deny, prefilter, rules, literal)
     if hit is not None:
         return ("deny", f"path.deny-{mode}", f"{mode} of {raw} matches deny_{mode} {hit!r}")
@@ -585,7 +608,7 @@ def _place(raw: str, mode: str, lexical: str, real: str, rules: PathRules,
     if mode != "read" and rules.roots:  # core.hooksPath in the work tree (hookdirs.py)
         from acpd.policy.hookdirs import hooks_write
 
-        replaced = entry == "entry" or (entry == "dest" and not os.path.isdir(real))
+        replaced = entry == "made" or (entry == "dest" and not os.path.isdir(real))
         found_hook = hooks_write(lexical, real, raw, rules.roots, entry=replaced)
         if found_hook is not None:
             return found_hook
