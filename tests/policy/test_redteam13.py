@@ -285,3 +285,14 @@ def test_hooks_a_checkout_brings_through_links(default: CompiledPolicy, ws: Path
     cmd = "git switch withhook && git commit --allow-empty -m x"
     assert judge(default, ws, home, cmd)[0] == "ask", layout
     assert judge(default, ws, home, cmd, sandboxed=True)[0] == "allow", layout
+
+
+def test_a_link_in_a_copied_tree_lands_as_an_entry(default: CompiledPolicy, guarded: Path,
+                                                   home: Path) -> None:
+    """`f/tools -> evil/tools` copied with -L brings evil's hooks over tools/git-hooks; as a
+    link, it makes tools point there (red-team 13b G3)."""
+    (guarded / "f").mkdir()
+    (guarded / "f" / "tools").symlink_to(guarded / "evil" / "tools")
+    for cmd in ("cp -rL f/. .", "cp -r --dereference f/. .", "cp -r f/. ."):
+        assert verdicts(default, guarded, home, cmd) == {"deny"}, cmd
+    assert verdicts(default, guarded, home, "cp -rL f/. out/") == {"allow"}

@@ -196,9 +196,11 @@ class CommandJudge:
                                 "it brings under the destination")
                     continue
                 for prefix in prefixes:
-                    self._landed_tree(source, prefix, names.paths, ctx)
+                    self._landed_tree(source, prefix, names, ctx)
 
-    def _landed_tree(self, source: str, prefix: str, paths: list[str], ctx: _Ctx) -> None:
+    def _landed_tree(self, source: str, prefix: str, names: treescan.TreeNames,
+                     ctx: _Ctx) -> None:
+        paths = names.paths
         if sum("/" not in rel for rel in paths) > MAX_LANDED_TOP:
             ctx.out.add("ask", "path.tree-too-big", f"{source} holds more than "
                         f"{MAX_LANDED_TOP} entries at its top, each judged where it lands")
@@ -214,13 +216,17 @@ class CommandJudge:
                             "with objects/ and refs/ beside it, makes its directory a git "
                             "directory, whose config git obeys")
             landed = os.path.join(prefix, rel)
+            linked = rel in names.links
             if "/" not in rel or leaf in gitdirs.CODE_FILES or leaf in gitdirs.CODE_DIRS or \
                     ctx.paths.write_filter.may_match(landed, ctx.roots):
-                self._path(landed, "write", ctx)
+                self._path(landed, "write", ctx, entry="made" if linked else None)
                 continue
             if real_prefix is None:
                 real_prefix = resolve(prefix)
-            hit = hooks_write(landed, os.path.join(real_prefix, rel), landed, ctx.roots)
+            # a link lands as an entry made there (or, copied with -L, as a tree the
+            # listing did not enter): a directory above a hook's place swaps it
+            hit = hooks_write(landed, os.path.join(real_prefix, rel), landed, ctx.roots,
+                              entry=linked)
             if hit is not None:
                 ctx.out.add(*hit)
 

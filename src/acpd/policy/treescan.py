@@ -432,6 +432,9 @@ class TreeNames(NamedTuple):
     """Every entry below the directory, relative ("a", "a/b"), in no order."""
     over: bool
     """More than the limit: `paths` holds only some."""
+    links: frozenset[str] = frozenset()
+    """Those of `paths` that are symbolic links (a copy lands each as a link, or with -L
+    as what it points to)."""
 
 
 def tree_names(path: str, limit: int) -> TreeNames | None:
@@ -440,6 +443,7 @@ def tree_names(path: str, limit: int) -> TreeNames | None:
     if not os.path.isdir(path):
         return None
     found: list[str] = []
+    links: set[str] = set()
     stack = [("", path)]
     while stack:
         rel, top = stack.pop()
@@ -447,14 +451,16 @@ def tree_names(path: str, limit: int) -> TreeNames | None:
             with os.scandir(top) as it:
                 for entry in it:
                     if len(found) >= limit:
-                        return TreeNames(found, True)
+                        return TreeNames(found, True, frozenset(links))
                     name = f"{rel}{entry.name}"
                     found.append(name)
-                    if _is_dir(entry, False):
+                    if entry.is_symlink():
+                        links.add(name)
+                    elif _is_dir(entry, False):
                         stack.append((name + "/", entry.path))
         except OSError:
             continue
-    return TreeNames(found, False)
+    return TreeNames(found, False, frozenset(links))
 
 
 def tree_facts(path: str, limit: int) -> TreeFacts | None:
