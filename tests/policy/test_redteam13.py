@@ -30,6 +30,17 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text)
 
 
+def _hook_on_a_branch(ws: Path, home: Path, directory: str) -> None:
+    """An executable DIRECTORY/pre-commit committed on the branch `withhook` only; main is
+    checked out again."""
+    git(ws, home, "switch", "-q", "-c", "withhook")
+    _write(ws / directory / "pre-commit", "#!/bin/sh\n")
+    (ws / directory / "pre-commit").chmod(0o755)
+    git(ws, home, "add", directory)
+    git(ws, home, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "hook")
+    git(ws, home, "switch", "-q", "main")
+
+
 @pytest.fixture
 def guarded(ws: Path, home: Path) -> Path:
     """Three protected files with ordinary names: a linked hook's target
@@ -206,12 +217,7 @@ def test_a_link_anywhere_on_the_hooks_path(default: CompiledPolicy, ws: Path,
 def test_hooks_a_checkout_on_the_line_brings(default: CompiledPolicy, ws: Path,
                                              home: Path) -> None:
     git(ws, home, "config", "core.hooksPath", ".husky")
-    git(ws, home, "switch", "-q", "-c", "withhook")
-    _write(ws / ".husky" / "pre-commit", "#!/bin/sh\n")
-    (ws / ".husky" / "pre-commit").chmod(0o755)
-    git(ws, home, "add", ".husky")
-    git(ws, home, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "hook")
-    git(ws, home, "switch", "-q", "main")
+    _hook_on_a_branch(ws, home, ".husky")
     assert not (ws / ".husky").exists()
     for cmd in ("git switch withhook && git commit --allow-empty -m x",
                 "git stash pop; git commit -m x"):
@@ -268,12 +274,7 @@ def test_hooks_a_checkout_brings_through_links(default: CompiledPolicy, ws: Path
                                                layout: str) -> None:
     """`.git/hooks -> ../githooks`, or a hook linked to a work-tree file, where only another
     branch holds the files (red-team 13b G5)."""
-    git(ws, home, "switch", "-q", "-c", "withhook")
-    _write(ws / "githooks" / "pre-commit", "#!/bin/sh\n")
-    (ws / "githooks" / "pre-commit").chmod(0o755)
-    git(ws, home, "add", "githooks")
-    git(ws, home, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "hook")
-    git(ws, home, "switch", "-q", "main")
+    _hook_on_a_branch(ws, home, "githooks")
     hooks = ws / ".git" / "hooks"
     if layout == "linked-dir":
         for sample in hooks.iterdir():
