@@ -297,3 +297,38 @@ def test_a_link_in_a_copied_tree_lands_as_an_entry(default: CompiledPolicy, guar
     for cmd in ("cp -rL f/. .", "cp -r --dereference f/. .", "cp -r f/. ."):
         assert verdicts(default, guarded, home, cmd) == {"deny"}, cmd
     assert verdicts(default, guarded, home, "cp -rL f/. out/") == {"allow"}
+
+
+@pytest.mark.parametrize("cmd", [
+    # every `..`, not only the first (red-team 13c H1)
+    "ln -s gd/refs/heads l && cp evil/config src/../l/../../config",
+    # cp -P copies a link as a link: no plain file write (H2)
+    "ln -s gd/refs/heads y && cp -P y l && cp evil/config l/../../config",
+    # a write through a link another command of the line makes (H4)
+    "ln -s gd l && cp evil/config l/config", "ln -s gd l && echo x > l/config",
+    "ln -s gd l && cd l && cp ../evil/config config",
+])
+def test_a_path_through_what_the_line_makes(default: CompiledPolicy, repo_dirs: Path,
+                                            home: Path, cmd: str) -> None:
+    (repo_dirs / "src").mkdir(exist_ok=True)
+    assert "allow" not in verdicts(default, repo_dirs, home, cmd), cmd
+
+
+def test_a_backup_is_a_name_made_there(default: CompiledPolicy, guarded: Path,
+                                       home: Path) -> None:
+    """`-b -S SUFFIX` renames the replaced destination to DEST+SUFFIX (red-team 13c H3)."""
+    _write(guarded / "conf" / "git", "x\n")
+    out = bash(guarded, home, "cp -b -S .bak README.md conf/git && ls conf")
+    assert "git.bak" in out.stdout  # the class is real: a name the argv does not show
+    for cmd in ("cp -b -S .inc README.md conf/git", "mv -b -S .inc README.md conf/git",
+                "ln -f -b -S .inc README.md conf/git", "cp --backup --suffix=.inc a conf/git"):
+        assert verdicts(default, guarded, home, cmd) == {"deny"}, cmd
+    assert verdicts(default, guarded, home, "cp -b README.md notes") == {"allow"}
+
+
+def test_ordinary_lines_that_write_into_what_they_made(default: CompiledPolicy, ws: Path,
+                                                       home: Path) -> None:
+    for cmd in ("cp -r src out && cp README.md out/x", "mv src lib && echo x > lib/y",
+                "mkdir -p out && cp README.md out/", "git switch main && echo x > notes.txt",
+                "cp README.md a && cp a b"):
+        assert verdicts(default, ws, home, cmd) == {"allow"}, cmd

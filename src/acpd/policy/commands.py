@@ -73,6 +73,13 @@ class CommandJudge:
         raise NotImplementedError  # CompiledPolicy's
 
     def _command(self, argv: list[str], ctx: _Ctx, depth: int) -> None:
+        outer = ctx.mine  # a command inside another's payload: the outer one's writes stay its
+        try:
+            self._one_command(argv, ctx, depth)
+        finally:
+            ctx.mine = outer
+
+    def _one_command(self, argv: list[str], ctx: _Ctx, depth: int) -> None:
         out = ctx.out
         name = argv[0]
         if DYN in name:
@@ -119,6 +126,7 @@ class CommandJudge:
         allowed, trusted_only, unmodeled, sc = self._rules(base, args, entry.candidates,
                                                            vopts, ctx, spec_ok)
         since = ctx.mark()  # the writes from here on are this command's own
+        ctx.mine = since
         if mdl is not None:
             self._apply_model(mdl, ctx)
             if base in renames.PROGRAMS:
@@ -300,14 +308,17 @@ class CommandJudge:
         for r in (*mdl.reads, *links):
             self._path(r, "read", ctx)
         made = "dir" if mdl.program == "mkdir" else "file" if mdl.program in FILE_MAKERS \
-            and not (mdl.lands or mdl.links or mdl.trees) else None
+            and not (mdl.lands or mdl.links or mdl.trees or mdl.keeps_links) else None
+        moved = [s for s, _ in mdl.deletes] if mdl.moves_to is not None else mdl.trees
+        if made is None and moved and not mdl.links and _no_links(moved, ctx.cwds):
+            made = "tree"  # copies or moves of what is no link now: no link where they land
         for w in (*mdl.writes, *links):
             self._path(w, "write", ctx, made=made)
         deleted = {d for d, _ in mdl.deletes}
         for e in mdl.entries:  # rm lnk, mv lnk x: the link itself, not its target
             self._path(e, "write", ctx, entry="entry" if e in deleted else "made")
         for d in mdl.dests:  # mv a lnk: replaced, or written into when a directory
-            self._path(d, "write", ctx, entry="dest")
+            self._path(d, "write", ctx, entry="dest", made=made)
         if mdl.detach and not ctx.sandboxed and ctx.only_rule is None:
             for reason in mdl.detach:
                 out.add("ask", "escape.detach", reason)
@@ -472,3 +483,16 @@ def _physical(raw: str, cwd: str) -> str:
     path = effects.absolute(raw, cwd)
     return physical(raw if raw.startswith("/") else f"{cwd}/{raw}") \
         if has_parent_step(raw) else path
+
+
+def _no_links(paths: list[str], cwds: list[str]) -> bool:
+    """Is none of `paths` (from any of `cwds`) a symbolic link now? (One the line makes
+    there is a write over a copied source: the source's rely_tree asks.)"""
+    for raw in paths:
+        if any(c in raw for c in "*?[") or DYN in raw:
+            return False
+        for cwd in cwds:
+            path = raw if raw.startswith("/") else os.path.join(cwd, raw)
+            if os.path.islink(path.rstrip("/") or "/"):
+                return False
+    return True

@@ -358,10 +358,19 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         if has_parent_step(raw):  # `l/../x`: where it goes depends on what l is then
             for cwd in ctx.cwds:
                 parts = (raw if raw.startswith("/") else f"{cwd}/{raw}").split("/")
-                above = os.path.normpath("/".join(parts[: parts.index("..")]) or "/")
-                ctx.rely_tree(above, f"{raw} goes up (..) from {above} as it is now",
-                              ctx.mark(), below=False)
+                for k, part in enumerate(parts):  # every `..`: `src/../l/../x` too
+                    if part == ".." and k:
+                        above = os.path.normpath("/".join(parts[:k]) or "/")
+                        ctx.rely_tree(above, f"{raw} goes up (..) from {above} as it is now",
+                                      ctx.mark(), below=False)
         if mode != "read":
+            # written through what it is in now: unless another command of the line makes a
+            # link at a directory above it (`ln -s gd l && cp x l/config`)
+            since = ctx.mark() if redirect or ctx.mine is None else ctx.mine
+            for cwd in ctx.cwds:
+                parent = os.path.dirname(os.path.normpath(os.path.join(cwd, raw)))
+                ctx.rely_tree(parent, f"{raw} is written through {parent} as it is now",
+                              since, below=False)
             ctx.wrote(raw, made or ("file" if redirect else "entry" if entry else "data"))
         for cwd in ctx.cwds:
             hit = judge_path(raw, mode, cwd, ctx.paths, redirect=redirect, literal=literal,

@@ -15,7 +15,7 @@ from acpd.policy.decision import Findings
 from acpd.policy.globs import GlobState
 from acpd.policy.rulematch import CompiledRule
 from acpd.policy.rules import Trust
-from acpd.policy.sandbox import PathRules, normalized_roots
+from acpd.policy.sandbox import PathRules, has_parent_step, normalized_roots, physical
 from acpd.policy.text import nfkc_variant, strip_line_continuations
 from acpd.policy.words import Env, expand
 
@@ -25,8 +25,9 @@ MAX_ARGV_COMBOS = 16
 def _over(written: str, tree: str, kind: str, pattern: bool, sandboxed: bool,
           below: bool) -> bool:
     """Does a write of `written` (`kind`: "file", a redirect or a program that only makes
-    regular files; "dir", mkdir, which only makes empty directories; "entry", a rename,
-    deletion or link of the entry; "data", any other) change what is at or below `tree`?
+    regular files; "dir", mkdir, which only makes empty directories; "tree", a copy or
+    move of what is no link now; "entry", a rename, deletion or link of the entry; "data",
+    any other) change what is at or below `tree`?
     Never for "dir" (what later fills it is written below the tree, and judged so). The
     tree itself or a directory above it: yes, unless only a file can be made there (the
     copy of a file lands as a file, judged by its landed name). Below it
@@ -58,12 +59,16 @@ def _over(written: str, tree: str, kind: str, pattern: bool, sandboxed: bool,
     return kind != "file" and (written == tree or tree.startswith(written.rstrip("/") + "/"))
 
 
+_LINKING = frozenset({"entry", "data"})
+"""Write kinds that may leave a link (or a directory from elsewhere) where they write."""
+
+
 class Ctx:
     """What one decision knows while it walks a line (a plain slotted class: one is made
     per decision, on the hot path)."""
 
     __slots__ = ("cctx", "cwd", "cwds", "functions", "given_roots", "globs", "home", "line",
-                 "matched_only", "only_rule", "out", "path_rules", "relied", "relied_trees",
+                 "matched_only", "mine", "only_rule", "out", "path_rules", "relied", "relied_trees",
                  "resolved_roots", "rules_for", "sandboxed", "scope", "trust", "writes",
                  "written")
 
@@ -96,6 +101,8 @@ class Ctx:
         """The names (last components) of the paths the line writes."""
         self.relied: dict[str, str] | None = None
         """Names of files a check read on disk before the line ran -> what relied on them."""
+        self.mine: int | None = None
+        """While a simple command is judged: its first write's index (`mark()` before it)."""
         self.writes: list[tuple[str, str]] | None = None
         """The paths the line writes as written, and how (`_over`'s kinds)."""
         self.relied_trees: list[tuple[str, str, int, int, bool]] | None = None
@@ -158,16 +165,43 @@ class Ctx:
 
     def _stale_tree(self) -> tuple[str, str] | None:
         assert self.relied_trees is not None and self.writes is not None
-        if "*" in self.written:  # type: ignore[operator]
-            return "*", self.relied_trees[0][1]
+        trees = [t for t in self.relied_trees if t[4]]
+        if trees and "*" in self.written:  # type: ignore[operator]
+            return "*", trees[0][1]
+        entries = [t for t in self.relied_trees if not t[4]]
+        made: dict[str, list[int]] = {}
+        """Paths written by what may make a link there (`_LINKING` kinds) -> which writes."""
+        globbed: list[tuple[int, str]] = []
         for k, (raw, kind) in enumerate(self.writes):
+            if "\x00" in raw:  # a value not known before running (DYN): path.dynamic's
+                continue
             pattern = any(c in raw for c in "*?[")
             for cwd in self.cwds or [self.cwd]:
-                written = os.path.normpath(os.path.join(cwd, raw))
-                for tree, why, since, until, below in self.relied_trees:
+                joined = os.path.join(cwd, raw)
+                # `l/../x` with l a link now is where the kernel takes it (sandbox.physical)
+                written = physical(joined) if has_parent_step(raw) else os.path.normpath(joined)
+                for tree, why, since, until, _ in trees:
                     if not since <= k < until and _over(written, tree, kind, pattern,
-                                                        self.sandboxed, below):
+                                                        self.sandboxed, True):
                         return raw, why
+                if entries and kind in _LINKING:
+                    if pattern:
+                        globbed.append((k, written))
+                    else:
+                        made.setdefault(written, []).append(k)
+        for path, why, since, until, _ in entries:  # a directory above each, made a link?
+            probe = path
+            while True:
+                for k in made.get(probe, ()):
+                    if not since <= k < until:
+                        return self.writes[k][0], why
+                for k, written in globbed:
+                    if not since <= k < until and fnmatch.fnmatchcase(probe, written):
+                        return self.writes[k][0], why
+                parent = os.path.dirname(probe)
+                if parent == probe:
+                    break
+                probe = parent
         return None
 
     @property

@@ -140,7 +140,10 @@ def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Mod
     else:
         m.ask_unknown("no destination")
         return
+    _backups(parsed, sources, dest, m)
     if kind == "copy":
+        m.keeps_links = parsed.has("-P", "--no-dereference", "-d", "-a", "--archive", "-s",
+                                   "--symbolic-link") or recursive
         # A destination directory: each source lands at DIR/its name, which the path policy
         # judges too (`cp -t secrets x` writes secrets/x, which deny_read may name). cp writes
         # through a link, so a destination that is a link to a file is judged the same way.
@@ -174,6 +177,18 @@ def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Mod
         m.trees.extend(sources)
         m.copies.extend(sources)
         m.lands.extend((s, dest, not no_target_dir, True) for s in sources)
+
+
+def _backups(parsed: Parsed, sources: list[str], dest: str, m: Model) -> None:
+    """`-b`/`--backup`/`-S SUFFIX`: the replaced destination is renamed to its name plus the
+    suffix (`~` by default; numbered ones `.~N~`), a new entry each judged where it is made
+    (`cp -b -S .inc a conf/git` makes conf/git.inc, which a config may include)."""
+    suffixes = parsed.values("-S", "--suffix")
+    if not suffixes and not parsed.has("-b", "--backup"):
+        return
+    suffix = suffixes[-1] if suffixes else "~"
+    for target in (dest, *_landed_names(sources, dest)):
+        m.entries.append(target.rstrip("/") + suffix)
 
 
 def _landed_names(sources: list[str], dest: str) -> list[str]:

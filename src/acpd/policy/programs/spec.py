@@ -43,11 +43,15 @@ class Model:
     is made per modelled command, on the hot path.)"""
 
     __slots__ = ("copies", "deletes", "dests", "detach", "entries", "exclude", "exclude_dirs",
-                 "findings", "git_dirs", "gitignore", "hidden", "include", "lands", "link_dirs",
-                 "links", "moves_to", "program", "reads", "trees", "unknown", "writes")
+                 "findings", "git_dirs", "gitignore", "hidden", "include", "keeps_links",
+                 "lands", "link_dirs", "links", "moves_to", "program", "reads", "trees",
+                 "unknown", "writes")
 
     def __init__(self, program: str) -> None:
         self.program: str = program
+        self.keeps_links = False
+        """A copy that makes a link where its source is one (`cp -P`, `-d`, `-a`): what it
+        writes may be a link, not a regular file (commands.py FILE_MAKERS)."""
         self.unknown: list[str] = []
         self.reads: list[str] = []
         self.writes: list[str] = []
