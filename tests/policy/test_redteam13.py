@@ -332,3 +332,12 @@ def test_ordinary_lines_that_write_into_what_they_made(default: CompiledPolicy, 
                 "mkdir -p out && cp README.md out/", "git switch main && echo x > notes.txt",
                 "cp README.md a && cp a b"):
         assert verdicts(default, ws, home, cmd) == {"allow"}, cmd
+
+
+def test_many_writes_against_many_checks_end_within_the_budget(default: CompiledPolicy,
+                                                               ws: Path) -> None:
+    """Every write relies on the directories above it: the comparison is bounded (asks past
+    it) and the decision still answers."""
+    for cmd in ("; ".join(f"cp a{i} b{i}/x{i}" for i in range(2000)),
+                "; ".join(f"ln -s x{i} l{i}/*" for i in range(2000))):
+        assert default.judge(cmd, cwd=str(ws), roots=(str(ws),)).verdict == "ask"

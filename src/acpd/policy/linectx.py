@@ -59,6 +59,9 @@ def _over(written: str, tree: str, kind: str, pattern: bool, sandboxed: bool,
     return kind != "file" and (written == tree or tree.startswith(written.rstrip("/") + "/"))
 
 
+MAX_STALE_CHECKS = 20_000
+"""Comparisons of the line's writes with what its checks relied on, at most (about 1 µs
+each): past it the line asks (the check runs after the budget's)."""
 _LINKING = frozenset({"entry", "data"})
 """Write kinds that may leave a link (or a directory from elsewhere) where they write."""
 
@@ -168,7 +171,11 @@ class Ctx:
         trees = [t for t in self.relied_trees if t[4]]
         if trees and "*" in self.written:  # type: ignore[operator]
             return "*", trees[0][1]
-        entries = [t for t in self.relied_trees if not t[4]]
+        entries = list(dict.fromkeys(t for t in self.relied_trees if not t[4]))
+        paths = len(self.writes) * max(1, len(self.cwds))
+        if paths * (len(trees) + 1) + len(entries) * 32 > MAX_STALE_CHECKS:
+            return "*", (f"{len(self.writes)} writes against {len(self.relied_trees)} places "
+                         "the judge looked at: too many to check against each other")
         made: dict[str, list[int]] = {}
         """Paths written by what may make a link there (`_LINKING` kinds) -> which writes."""
         globbed: list[tuple[int, str]] = []
@@ -189,6 +196,8 @@ class Ctx:
                         globbed.append((k, written))
                     else:
                         made.setdefault(written, []).append(k)
+        if len(entries) * len(globbed) > MAX_STALE_CHECKS // 32:
+            return "*", "too many writes by pattern to check against the directories above"
         for path, why, since, until, _ in entries:  # a directory above each, made a link?
             probe = path
             while True:
