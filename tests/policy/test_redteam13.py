@@ -341,3 +341,18 @@ def test_many_writes_against_many_checks_end_within_the_budget(default: Compiled
     for cmd in ("; ".join(f"cp a{i} b{i}/x{i}" for i in range(2000)),
                 "; ".join(f"ln -s x{i} l{i}/*" for i in range(2000))):
         assert default.judge(cmd, cwd=str(ws), roots=(str(ws),)).verdict == "ask"
+
+
+def test_a_write_through_a_link_a_checkout_brings(default: CompiledPolicy, repo_dirs: Path,
+                                                  home: Path) -> None:
+    """A branch that tracks `l -> gd`: after `git switch`, `l/config` is gd's config."""
+    git(repo_dirs, home, "switch", "-q", "-c", "br")
+    (repo_dirs / "l").symlink_to("gd")
+    git(repo_dirs, home, "add", "l")
+    git(repo_dirs, home, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "l")
+    git(repo_dirs, home, "switch", "-q", "main")
+    assert not (repo_dirs / "l").exists()
+    for cmd in ("git switch br && echo x > l/config", "git switch br && cp README.md l/config"):
+        assert judge(default, repo_dirs, home, cmd, trust="trusted")[0] != "allow", cmd
+    assert judge(default, repo_dirs, home, "git switch br && echo x > notes.txt",
+                 trust="trusted")[0] == "allow"

@@ -196,6 +196,12 @@ class Ctx:
                         globbed.append((k, written))
                     else:
                         made.setdefault(written, []).append(k)
+        if "*" in self.written:  # type: ignore[operator]
+            # a checkout or an extraction can make a link where nothing is now (a tracked
+            # symlink): a write through a directory that is not there yet
+            for path, why, *_ in entries:
+                if not os.path.lexists(path):
+                    return "*", why
         if len(entries) * len(globbed) > MAX_STALE_CHECKS // 32:
             return "*", "too many writes by pattern to check against the directories above"
         for path, why, since, until, _ in entries:  # a directory above each, made a link?
