@@ -128,6 +128,8 @@ class CommandJudge:
         since = ctx.mark()  # the writes from here on are this command's own
         ctx.mine = since
         if mdl is not None:
+            if mdl.transfer is not None:
+                ctx.globs_moved()
             self._apply_model(mdl, ctx)
             if base in renames.PROGRAMS:
                 self._renames(base, args, mdl, ctx)
@@ -189,7 +191,9 @@ class CommandJudge:
                 prefixes = [base]
                 if named and (os.path.isdir(base) or not os.path.lexists(base)):
                     prefixes.append(os.path.join(base, name))
-                    self._path(prefixes[1], "write", ctx, entry="entry")
+                    # a tree that is no link now lands as one (not a link to go through)
+                    made = "tree" if tree and _no_links([top], [cwd]) else None
+                    self._path(prefixes[1], "write", ctx, entry="entry", made=made)
                 elif named:  # not a directory now: it lands at DEST unless the line makes one
                     ctx.rely_tree(base, f"{dest} is not a directory now", since)
                 if not tree:
@@ -199,7 +203,7 @@ class CommandJudge:
                 if names is None:
                     continue  # not a directory now: nothing lands below it
                 if names.over:
-                    ctx.wrote_name("*")
+                    ctx.wrote_anything()
                     ctx.out.add("ask", "path.tree-too-big", f"{source} is too big to list what "
                                 "it brings under the destination")
                     continue
@@ -227,7 +231,8 @@ class CommandJudge:
             linked = rel in names.links
             if "/" not in rel or leaf in gitdirs.CODE_FILES or leaf in gitdirs.CODE_DIRS or \
                     ctx.paths.write_filter.may_match(landed, ctx.roots):
-                self._path(landed, "write", ctx, entry="made" if linked else None)
+                self._path(landed, "write", ctx, entry="made" if linked else None,
+                           made=None if linked else "tree")
                 continue
             if real_prefix is None:
                 real_prefix = resolve(prefix)

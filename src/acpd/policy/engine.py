@@ -39,6 +39,7 @@ from acpd.policy.sandbox import (
     judge_path,
     normalized_roots,
     open_decision,
+    physical,
 )
 from acpd.policy.text import check_text
 from acpd.policy.variables import VariableJudge
@@ -191,7 +192,10 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             out.add("ask", "input.too-complex", f"the command is too complex to judge ({exc})")
         except OSError as exc:  # a file-system fact the judge could not read: a verdict
             _fs_error(out, exc)
-        stale = ctx.rewritten()
+        try:
+            stale = ctx.rewritten()
+        except (OSError, ValueError) as exc:  # a path that cannot be resolved (EACCES, NUL)
+            stale = ("?", f"a place it relies on could not be looked at ({exc})")
         if stale is not None:
             out.add("ask", "line.rewrites-checked-file", f"the line writes {stale[0]!r}, "
                     f"which the judge read as it is now: {stale[1]}")
@@ -303,6 +307,16 @@ class CompiledPolicy(CommandJudge, VariableJudge):
                     ctx.cwds.append(new)
 
     def _simple(self, cmd: parse_mod.SimpleCommand, env: Env, ctx: Ctx, depth: int) -> None:
+        outer = ctx.enter_command()
+        opened = ctx.open_globs()
+        try:
+            self._simple_command(cmd, env, ctx, depth)
+        finally:
+            ctx.close_globs(opened)  # the globs it expanded: its own writes are its own
+            ctx.leave_command(outer)
+
+    def _simple_command(self, cmd: parse_mod.SimpleCommand, env: Env, ctx: Ctx,
+                        depth: int) -> None:
         budget_mod.check()
         if cmd.background and not ctx.sandboxed and ctx.only_rule is None:
             ctx.out.add("ask", "escape.background", "a background job (`&`) can outlive the "
@@ -363,12 +377,14 @@ class CompiledPolicy(CommandJudge, VariableJudge):
                         above = os.path.normpath("/".join(parts[:k]) or "/")
                         ctx.rely_tree(above, f"{raw} goes up (..) from {above} as it is now",
                                       ctx.mark(), below=False)
-        if mode != "read":
+        if mode != "read" and "\x00" not in raw:  # (a NUL: judge_path denies it)
             # written through what it is in now: unless another command of the line makes a
             # link at a directory above it (`ln -s gd l && cp x l/config`)
             since = ctx.mark() if redirect or ctx.mine is None else ctx.mine
             for cwd in ctx.cwds:
-                parent = os.path.dirname(os.path.normpath(os.path.join(cwd, raw)))
+                joined = os.path.join(cwd, raw)  # `b/../l` with b a link now: physically
+                parent = os.path.dirname(physical(joined) if has_parent_step(raw)
+                                         else os.path.normpath(joined))
                 ctx.rely_tree(parent, f"{raw} is written through {parent} as it is now",
                               since, below=False)
             ctx.wrote(raw, made or ("file" if redirect else "entry" if entry else "data"))

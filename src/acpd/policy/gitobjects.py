@@ -240,7 +240,9 @@ _GIT_CREATES = frozenset({
     "checkout", "switch", "restore", "merge", "pull", "rebase", "cherry-pick", "revert",
     "reset", "am", "apply", "read-tree", "checkout-index", "worktree", "clone", "submodule",
     "sparse-checkout", "bisect", "unpack-file", "fsck"})
-_GIT_STASH_CREATES = frozenset({"pop", "apply", "branch"})
+_GIT_STASH_CREATES = frozenset({"pop", "apply", "branch", "push", "save"})
+"""Every stash form that changes the work tree (push and save reset it to HEAD, whose
+tracked links it puts back)."""
 _GIT_READS = frozenset({"diff", "grep", "show", "blame", "annotate", "archive",
                         "format-patch", "difftool"})
 _EXTRACTORS = frozenset({
@@ -286,7 +288,7 @@ def creates_unseen(program: str, args: list[str]) -> str | None:
     """What a command creates files from that the judge does not see, or None."""
     if program == "git":
         form = git_form(tuple(args))
-        if form.sub is None:
+        if form.sub is None or _new_branch_only(args):
             return None
         if form.sub in _GIT_CREATES or (form.sub == "stash" and
                                         form.stash_sub in _GIT_STASH_CREATES):
@@ -309,6 +311,17 @@ def creates_unseen(program: str, args: list[str]) -> str | None:
     if program in _EXTRACTORS:
         return f"{program} (an archive, a patch or the network)"
     return None
+
+
+def _new_branch_only(args: list[str]) -> bool:
+    """`git switch -c NEW` or `git checkout -b NEW` with no start point: a new branch at
+    HEAD, no file changed."""
+    form = git_form(tuple(args))
+    if form.sub == "switch" and form.parsed is not None:
+        return not form.parsed.positionals and bool(form.parsed.options) and all(
+            opt.name in ("-c", "--create", "-q", "--quiet") for opt, _ in form.parsed.options)
+    return form.sub == "checkout" and args[-3:-1] == ["checkout", "-b"] and \
+        args.index("checkout") == len(args) - 3 and not args[-1].startswith("-")
 
 
 def reads_created(program: str, args: list[str], walks: bool, globbed: bool,
@@ -371,7 +384,7 @@ def command_findings(program: str, args: list[str], mdl: Model | None,
     globbed = ctx.globs is not None and (mdl is None or bool(mdl.reads))
     made = creates_unseen(program, args)
     if made is not None:
-        ctx.wrote_name("*")  # any name: what a checkout or an archive writes is not on the line
+        ctx.wrote_anything()  # what a checkout or an archive writes is not on the line
     hit = line_finding(program, args, walks, globbed, lambda: ctx.paths, made)
     if hit is not None:
         found.append(hit)

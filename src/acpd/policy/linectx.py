@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from collections.abc import Callable, Iterable
 
 from acpd.policy import budget as budget_mod
@@ -15,7 +16,13 @@ from acpd.policy.decision import Findings
 from acpd.policy.globs import GlobState
 from acpd.policy.rulematch import CompiledRule
 from acpd.policy.rules import Trust
-from acpd.policy.sandbox import PathRules, has_parent_step, normalized_roots, physical
+from acpd.policy.sandbox import (
+    PathRules,
+    has_parent_step,
+    normalized_roots,
+    physical,
+    resolve,
+)
 from acpd.policy.text import nfkc_variant, strip_line_continuations
 from acpd.policy.words import Env, expand
 
@@ -59,6 +66,81 @@ def _over(written: str, tree: str, kind: str, pattern: bool, sandboxed: bool,
     return kind != "file" and (written == tree or tree.startswith(written.rstrip("/") + "/"))
 
 
+def _merged(entries: list[tuple[str, str, int, int, bool, int]]
+            ) -> list[tuple[str, str, int, int, bool, int]]:
+    """One rely per place and relying command (the widest span of its own writes): a tree's
+    landed files each rely on the same directories."""
+    widest: dict[tuple[str, int, int], tuple[str, str, int, int, bool, int]] = {}
+    for entry in entries:
+        key = (entry[0], entry[2], entry[5])
+        known = widest.get(key)
+        if known is None or entry[3] > known[3]:
+            widest[key] = entry
+    return list(widest.values())
+
+
+def _real(path: str) -> tuple[str, ...]:
+    """The physical spelling of the absolute `path`, when it differs (a link above it)."""
+    real = resolve(path)
+    return (real,) if real != path else ()
+
+
+def _spellings(written: str) -> tuple[str, ...]:
+    """A written path as written and through the links above it now (`a/x` with `a -> b`
+    is also `b/x`): the entry itself is not followed (a link made there stays an entry)."""
+    head, _, name = written.rpartition("/")
+    real = resolve(head or "/")
+    other = f"{real.rstrip('/')}/{name}"
+    return (written, other) if other != written else (written,)
+
+
+def _probes(path: str) -> dict[str, None]:
+    """`path` and its directories, as written and as the kernel finds them now."""
+    out: dict[str, None] = {}
+    for start in (path, *_real(path)):
+        probe = start
+        while probe not in out:
+            out[probe] = None
+            parent = os.path.dirname(probe)
+            if parent == probe:
+                break
+            probe = parent
+    return out
+
+
+_BRACKET = re.compile(r"\[[!^]?\]?(?:\[:[a-z]+:\]|[^]])*\]")
+"""A bracket expression, its classes (`[[:alpha:]]`) included."""
+
+
+def may_name(pattern: str, path: str) -> bool:
+    """May the glob `pattern` (absolute, as written) name the absolute `path`, or a
+    directory above a path it names, when bash expands it? A superset: case and leading dots
+    are not looked at, a bracket expression is any one character, and past `**` or a `..`
+    anything below the literal start. The literal start is taken as written and through the
+    links in it now."""
+    parts = [p for p in pattern.split("/") if p and p != "."]
+    first = next((i for i, p in enumerate(parts) if globs.has_glob(p)), None)
+    if first is None:
+        return False
+    literal = "/" + "/".join(parts[:first])
+    names = [p for p in path.split("/") if p]
+    for head in dict.fromkeys((os.path.normpath(literal), resolve(literal))):
+        start = [p for p in head.split("/") if p]
+        if len(names) > len(start) and names[:len(start)] == start and _names_match(
+                parts[first:], names[len(start):]):
+            return True
+    return False
+
+
+def _names_match(parts: list[str], names: list[str]) -> bool:
+    for part, name in zip(parts, names, strict=False):  # a shorter path: a directory above
+        if part == ".." or "**" in part:
+            return True
+        if not fnmatch.fnmatchcase(name.lower(), _BRACKET.sub("?", part).lower()):
+            return False
+    return True
+
+
 MAX_STALE_CHECKS = 20_000
 """Comparisons of the line's writes with what its checks relied on, at most (about 1 µs
 each): past it the line asks (the check runs after the budget's)."""
@@ -66,14 +148,44 @@ _LINKING = frozenset({"entry", "data"})
 """Write kinds that may leave a link (or a directory from elsewhere) where they write."""
 
 
+class GlobRely:
+    """A glob word expanded on disk as it is now: stale when another command of the line
+    makes an entry the pattern may name (bash expands it when the command runs)."""
+
+    __slots__ = ("command", "moved", "pattern", "since", "until", "why")
+
+    def __init__(self, pattern: str, why: str, since: int, command: int) -> None:
+        self.command = command
+        """The simple command that expands it (`Ctx.command`)."""
+        self.pattern = pattern
+        """Absolute, as written (its `..` kept: `l?/..` goes up from what `l?` names)."""
+        self.why = why
+        self.since = since
+        self.until: int | None = None
+        """The end of the span of the line's writes that are the expanding command's own
+        (`close_globs` sets it once the command is judged; None before: none are)."""
+        self.moved = False
+        """The command copies, moves or links what the word names: a new plain file among
+        the names lands under its name too (`echo x > e/pre-commit && mv e/* scripts/`)."""
+
+    def counts(self, k: int, kind: str) -> bool:
+        """Does the line's write `k` of `kind` possibly add a name this glob expands to,
+        that the judge did not see? An empty directory never matters; a plain file only
+        where the names are carried somewhere else."""
+        if kind == "dir" or (kind == "file" and not self.moved):
+            return False
+        return not self.since <= k < (self.since if self.until is None else self.until)
+
+
 class Ctx:
     """What one decision knows while it walks a line (a plain slotted class: one is made
     per decision, on the hot path)."""
 
-    __slots__ = ("cctx", "cwd", "cwds", "functions", "given_roots", "globs", "home", "line",
-                 "matched_only", "mine", "only_rule", "out", "path_rules", "relied", "relied_trees",
-                 "resolved_roots", "rules_for", "sandboxed", "scope", "trust", "writes",
-                 "written")
+    __slots__ = ("anywhere", "cctx", "command", "commands", "cwd", "cwds", "functions",
+                 "given_roots", "globs", "home", "line",
+                 "matched_only", "mine", "only_rule", "out", "path_rules", "relied", "relied_globs",
+                 "relied_trees", "resolved_roots", "rules_for", "sandboxed", "scope", "trust",
+                 "writes", "written")
 
     def __init__(self, cwd: str, given_roots: tuple[str, ...], home: str, trust: Trust,
                  rules_for: Callable[[tuple[str, ...], str], PathRules], out: Findings, *,
@@ -108,10 +220,17 @@ class Ctx:
         """While a simple command is judged: its first write's index (`mark()` before it)."""
         self.writes: list[tuple[str, str]] | None = None
         """The paths the line writes as written, and how (`_over`'s kinds)."""
-        self.relied_trees: list[tuple[str, str, int, int, bool]] | None = None
+        self.command = 0
+        """The simple command being judged (a serial number: `enter_command`)."""
+        self.commands = 0
+        self.anywhere: list[int] = []
+        """The simple commands that write names the judge does not see (`wrote_anything`)."""
+        self.relied_trees: list[tuple[str, str, int, int, bool, int]] | None = None
         """(absolute path, what relied on it, the span of `writes` that are the relying
-        command's own, whether what is below it counts): trees a check listed on disk, and
-        directories a path goes up (`..`) from."""
+        command's own, whether what is below it counts, the relying simple command): trees
+        a check listed on disk, directories a path goes up (`..`) from or is written in."""
+        self.relied_globs: list[GlobRely] | None = None
+        """Glob words the judge expanded on disk as it is now (`glob_alternatives`)."""
 
     def wrote(self, raw: str, kind: str = "data") -> None:
         """The line writes the path `raw` (`kind`: "file" for a redirect, which can only make
@@ -126,6 +245,48 @@ class Ctx:
             self.writes = []
         self.written.add(raw.rstrip("/").rpartition("/")[2])
 
+    def wrote_anything(self) -> None:
+        """The command writes names the judge does not see (a checkout, an extraction): any
+        name, anywhere, and possibly a tracked link where a file or a directory is now."""
+        self.wrote_name("*")
+        self.anywhere.append(self.command)
+
+    def enter_command(self) -> int:
+        """A simple command's judging starts; returns the outer one's serial (a payload's
+        commands are commands of their own) for `leave_command`."""
+        outer = self.command
+        self.commands += 1
+        self.command = self.commands
+        return outer
+
+    def leave_command(self, outer: int) -> None:
+        self.command = outer
+
+    def rely_glob(self, pattern: str, why: str) -> None:
+        """A glob word was expanded on disk as it is now (`pattern`: absolute, as written)."""
+        if self.relied_globs is None:
+            self.relied_globs = []
+        since = self.mark()
+        self.relied_globs.append(GlobRely(pattern, why, since, self.command))
+
+    def open_globs(self) -> int:
+        return len(self.relied_globs) if self.relied_globs is not None else 0
+
+    def close_globs(self, opened: int) -> None:
+        """The simple command whose glob words were relied on since `opened` is judged: its
+        writes so far are its own."""
+        if self.relied_globs is not None:
+            until = self.mark()
+            for rely in self.relied_globs[opened:]:
+                if rely.until is None:
+                    rely.until = until
+
+    def globs_moved(self) -> None:
+        """The command being judged copies, moves or links its operands (`GlobRely.moved`)."""
+        for rely in self.relied_globs or ():
+            if rely.until is None:
+                rely.moved = True
+
     def mark(self) -> int:
         """How many writes the line has made so far (`rely_tree`'s `since`)."""
         return len(self.writes) if self.writes is not None else 0
@@ -138,7 +299,7 @@ class Ctx:
         False: only what the entry itself is counts (a path that goes up from it, `l/..`)."""
         if self.relied_trees is None:
             self.relied_trees = []
-        self.relied_trees.append((path, why, since, self.mark(), below))
+        self.relied_trees.append((path, why, since, self.mark(), below, self.command))
 
     def rely(self, names: Iterable[str], why: str) -> None:
         """A check judged by these files as they are now (`.gitignore`, `rust-toolchain`)."""
@@ -153,7 +314,7 @@ class Ctx:
         or a background job can run the writer first."""
         if not self.written:
             return None
-        if self.relied_trees:
+        if self.relied_trees or self.relied_globs:
             stale = self._stale_tree()
             if stale is not None:
                 return stale
@@ -167,57 +328,78 @@ class Ctx:
         return None
 
     def _stale_tree(self) -> tuple[str, str] | None:
-        assert self.relied_trees is not None and self.writes is not None
-        trees = [t for t in self.relied_trees if t[4]]
-        if trees and "*" in self.written:  # type: ignore[operator]
-            return "*", trees[0][1]
-        entries = list(dict.fromkeys(t for t in self.relied_trees if not t[4]))
-        paths = len(self.writes) * max(1, len(self.cwds))
-        if paths * (len(trees) + 1) + len(entries) * 32 > MAX_STALE_CHECKS:
-            return "*", (f"{len(self.writes)} writes against {len(self.relied_trees)} places "
-                         "the judge looked at: too many to check against each other")
+        assert self.writes is not None
+        relied = self.relied_trees or []
+        trees = [t for t in relied if t[4]]
+        entries = _merged([t for t in relied if not t[4]])
+        patterns = self.relied_globs or []
+        cwds = self.cwds or [self.cwd]
+        paths = len(self.writes) * len(cwds) * 2
+        if paths * (len(trees) * 2 + len(patterns) + 1) + len(entries) * 64 > MAX_STALE_CHECKS:
+            return "*", (f"{len(self.writes)} writes against {len(relied) + len(patterns)} "
+                         "places the judge looked at: too many to check against each other")
+        # A checkout or an extraction writes names the line does not show, and may put a
+        # tracked link where a file or a directory is now: what another command relied on
+        # there is stale, present or not (never the workspace's top or what is above it).
+        # Under the sandbox a glob is not (reads of denied files fail there, writes to git's
+        # code too).
+        for path, why, _, _, below, command in relied:
+            if any(c != command for c in self.anywhere) and (below or not self._above_root(
+                    path)):
+                return "*", why
+        for glob in patterns:
+            if not self.sandboxed and any(c != glob.command for c in self.anywhere):
+                return "*", glob.why
+        tree_forms = [((tree, *_real(tree)), why, since, until) for tree, why, since, until, *_
+                      in trees]
         made: dict[str, list[int]] = {}
         """Paths written by what may make a link there (`_LINKING` kinds) -> which writes."""
         globbed: list[tuple[int, str]] = []
         for k, (raw, kind) in enumerate(self.writes):
-            if "\x00" in raw:  # a value not known before running (DYN): path.dynamic's
+            if "\x00" in raw:  # DYN: a value not known before running
                 continue
             pattern = any(c in raw for c in "*?[")
-            for cwd in self.cwds or [self.cwd]:
+            for cwd in cwds:
                 joined = os.path.join(cwd, raw)
                 # `l/../x` with l a link now is where the kernel takes it (sandbox.physical)
                 written = physical(joined) if has_parent_step(raw) else os.path.normpath(joined)
-                for tree, why, since, until, _ in trees:
-                    if not since <= k < until and _over(written, tree, kind, pattern,
-                                                        self.sandboxed, True):
-                        return raw, why
-                if entries and kind in _LINKING:
-                    if pattern:
-                        globbed.append((k, written))
-                    else:
-                        made.setdefault(written, []).append(k)
-        if "*" in self.written:  # type: ignore[operator]
-            # a checkout or an extraction can make a link where nothing is now (a tracked
-            # symlink): a write through a directory that is not there yet
-            for path, why, *_ in entries:
-                if not os.path.lexists(path):
-                    return "*", why
-        if len(entries) * len(globbed) > MAX_STALE_CHECKS // 32:
-            return "*", "too many writes by pattern to check against the directories above"
-        for path, why, since, until, _ in entries:  # a directory above each, made a link?
-            probe = path
-            while True:
+                # and `a/x` with a -> b is b/x: both spellings are compared
+                for form in (written,) if pattern else _spellings(written):
+                    for names, why, since, until in tree_forms:
+                        if not since <= k < until and any(
+                                _over(form, tree, kind, pattern, self.sandboxed, True)
+                                for tree in names):
+                            return raw, why
+                    for glob in patterns:
+                        if glob.counts(k, kind) and may_name(glob.pattern, form):
+                            return raw, glob.why
+                    if entries and kind in _LINKING:
+                        if pattern:
+                            globbed.append((k, form))
+                        else:
+                            made.setdefault(form, []).append(k)
+        patterned = sum(any(c in e[0] for c in "*?[") for e in entries)
+        if len(entries) * len(globbed) + patterned * len(made) > MAX_STALE_CHECKS // 8:
+            return "*", "too many writes to check against the directories above"
+        for path, why, since, until, *_ in entries:  # a directory above each, made a link?
+            for probe in _probes(path):
                 for k in made.get(probe, ()):
                     if not since <= k < until:
                         return self.writes[k][0], why
                 for k, written in globbed:
                     if not since <= k < until and fnmatch.fnmatchcase(probe, written):
                         return self.writes[k][0], why
-                parent = os.path.dirname(probe)
-                if parent == probe:
-                    break
-                probe = parent
+                if any(c in probe for c in "*?["):  # a glob that matched nothing: a pattern
+                    for form, ks in made.items():
+                        if may_name(probe, form) and any(not since <= k < until for k in ks):
+                            return self.writes[ks[0]][0], why
         return None
+
+    def _above_root(self, path: str) -> bool:
+        """Is `path` a workspace root or a directory above one (never replaced by what a
+        checkout in the workspace writes)?"""
+        return any(root == path or root.startswith(path.rstrip("/") + "/")
+                   for root in self.roots)
 
     @property
     def roots(self) -> tuple[str, ...]:
@@ -299,7 +481,14 @@ def glob_alternatives(alternatives: tuple[tuple[str, ...], ...],
     for alt in alternatives:
         orders: list[list[str]] = [[], []]
         for f in alt:
-            found = globs.expand(f, ctx.cwds, state) if globs.has_glob(f) else [(f,)]
+            if not globs.has_glob(f):
+                orders[0].append(f)
+                orders[1].append(f)
+                continue
+            for cwd in ctx.cwds:  # bash expands it when the command runs: a name the line
+                ctx.rely_glob(f if f.startswith("/") else f"{cwd}/{f}",  # makes there counts
+                              f"the glob {f!r} was expanded on the disk as it is now")
+            found = globs.expand(f, ctx.cwds, state)
             if found is None:
                 ctx.out.add("ask", "path.glob-too-wide",
                             f"the glob {f!r} matches more than {globs.MAX_MATCHES} paths, reads "

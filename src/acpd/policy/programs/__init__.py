@@ -122,6 +122,7 @@ def _positionals(prog: Program, parsed: Parsed, m: Model) -> None:
 
 def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Model) -> None:
     """cp / mv / ln: sources, and a destination that may be a directory."""
+    m.transfer = kind
     targets = [v for opt, v in parsed.options if "wdir" in opt.roles and v is not None]
     # mv and ln replace a destination that is not a directory as an entry (a link there is
     # replaced, not written through); -T / -n say so even for a directory.
@@ -140,7 +141,7 @@ def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Mod
     else:
         m.ask_unknown("no destination")
         return
-    _backups(parsed, sources, dest, m)
+    _backups(parsed, sources, dest, m, recursive and kind == "copy")
     if kind == "copy":
         m.keeps_links = parsed.has("-P", "--no-dereference", "-d", "-a", "--archive", "-s",
                                    "--symbolic-link") or recursive
@@ -179,13 +180,18 @@ def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Mod
         m.lands.extend((s, dest, not no_target_dir, True) for s in sources)
 
 
-def _backups(parsed: Parsed, sources: list[str], dest: str, m: Model) -> None:
+def _backups(parsed: Parsed, sources: list[str], dest: str, m: Model,
+             recursive: bool) -> None:
     """`-b`/`--backup`/`-S SUFFIX`: the replaced destination is renamed to its name plus the
     suffix (`~` by default; numbered ones `.~N~`), a new entry each judged where it is made
-    (`cp -b -S .inc a conf/git` makes conf/git.inc, which a config may include)."""
+    (`cp -b -S .inc a conf/git` makes conf/git.inc, which a config may include). A recursive
+    copy backs up every file it replaces below DEST too, under names the spec does not list:
+    not modelled (`cp -rb -S -commit e/. scripts` makes scripts/pre-commit of scripts/pre)."""
     suffixes = parsed.values("-S", "--suffix")
     if not suffixes and not parsed.has("-b", "--backup"):
         return
+    if recursive:
+        m.ask_unknown("backups of the files a recursive copy replaces (-b, -S, --suffix)")
     suffix = suffixes[-1] if suffixes else "~"
     for target in (dest, *_landed_names(sources, dest)):
         m.entries.append(target.rstrip("/") + suffix)

@@ -44,8 +44,8 @@ class Model:
 
     __slots__ = ("copies", "deletes", "dests", "detach", "entries", "exclude", "exclude_dirs",
                  "findings", "git_dirs", "gitignore", "hidden", "include", "keeps_links",
-                 "lands", "link_dirs", "links", "moves_to", "program", "reads", "trees",
-                 "unknown", "writes")
+                 "lands", "link_dirs", "links", "moves_to", "program", "reads", "transfer",
+                 "trees", "unknown", "writes")
 
     def __init__(self, program: str) -> None:
         self.program: str = program
@@ -53,6 +53,9 @@ class Model:
         """A copy that makes a link where its source is one (`cp -P`, `-d`, `-a`): what it
         writes may be a link, not a regular file (commands.py FILE_MAKERS)."""
         self.unknown: list[str] = []
+        self.transfer: str | None = None
+        """"copy", "move" or "link" (cp, mv, ln and their kind): the operands are carried
+        to the destination under their names."""
         self.reads: list[str] = []
         self.writes: list[str] = []
         self.entries: list[str] = []

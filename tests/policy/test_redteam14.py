@@ -1,0 +1,256 @@
+"""Red-team 14: the round-13 relies by other spellings. A glob word (written, read or a
+copy's source) that bash expands only when the command runs, through an entry the same line
+makes; a checkout or a stash that puts a tracked link where a file or a directory is now; a
+link that already exists giving one path two spellings; backups made inside a recursive copy.
+Each attack is shown to work under real bash, and the policy tests fail on 2977706; the last
+tests check that ordinary lines still run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from acpd.policy.engine import CompiledPolicy
+from acpd.policy.linectx import may_name
+from tests.policy import test_redteam6_more as rt6
+from tests.policy import test_redteam12 as rt12
+from tests.policy.test_redteam6_more import bash, git, judge
+
+home = rt6.home
+ws = rt6.ws
+repo_dirs = rt12.repo_dirs
+verdicts = rt12.verdicts
+
+MARK = "FSMONITOR_MARK"
+
+
+def unsandboxed(policy: CompiledPolicy, ws: Path, home: Path, cmd: str) -> set[str]:
+    """The verdicts where nothing but the judge stands between the line and the disk."""
+    return {judge(policy, ws, home, cmd, trust=t)[0] for t in ("provisional", "trusted")}
+
+
+def gd_config_written(ws: Path, home: Path, cmd: str) -> bool:
+    """Run `cmd` with real bash and tell whether it reached the nested git directory's
+    config (the attack is real: git would run what it says)."""
+    before = (ws / "gd" / "config").read_text()
+    bash(ws, home, cmd)
+    return (ws / "gd" / "config").read_text() != before
+
+
+# ---- R1: a glob in a written or read path, through a link the line makes ------------------
+
+GLOB_WRITES = [
+    "ln -s gd lx && cp evil/config l*/config",
+    "ln -s $PWD/gd lx && printf '%s' " + MARK + " >> l?/config",
+    "ln -s gd lx && cat evil/config > l[x]/config",
+    "mkdir -p a && ln -s ../gd a/lx && cp evil/config a/l*/config",
+    "ln -s gd/hooks lx && cp evil/pre-commit l*/",
+]
+
+
+@pytest.mark.parametrize("cmd", GLOB_WRITES)
+def test_a_glob_through_a_link_the_line_makes_asks(default: CompiledPolicy, repo_dirs: Path,
+                                                   home: Path, cmd: str) -> None:
+    assert "allow" not in unsandboxed(default, repo_dirs, home, cmd), cmd
+    assert "line.rewrites-checked-file" in judge(default, repo_dirs, home, cmd)[1], cmd
+
+
+def test_the_glob_attack_is_real(repo_dirs: Path, home: Path) -> None:
+    assert gd_config_written(repo_dirs, home, GLOB_WRITES[1])
+
+
+@pytest.fixture
+def in_home(home: Path) -> Path:
+    """A project directly inside HOME, whose ~/.ssh holds a key."""
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_x").write_text("PRIVATE_KEY\n")
+    project = home / "proj"
+    (project / "x").mkdir(parents=True)
+    (project / "a").symlink_to("x")
+    return project
+
+
+GOING_UP = [
+    "mkdir -p a/b c && ln -s $PWD/c a/b/lx && cat a/b/l?/../../.ssh/id_x",
+    "mkdir -p a/b c/d && ln -s $PWD/c/d a/b/lx && cat a/b/l*/../../../.ssh/id_x",
+    # R3: the link is made under one spelling and gone through under another (a -> x)
+    "mkdir -p x/p/q c && ln -s $PWD/c x/p/q/l && cat a/p/q/l/../../.ssh/id_x",
+    "mkdir -p a/p/q c && ln -s $PWD/c a/p/q/l && cat x/p/q/l/../../.ssh/id_x",
+]
+
+
+@pytest.mark.parametrize("cmd", GOING_UP)
+def test_a_path_that_goes_up_through_a_new_link_asks(default: CompiledPolicy, in_home: Path,
+                                                     home: Path, cmd: str) -> None:
+    assert "allow" not in unsandboxed(default, in_home, home, cmd), cmd
+
+
+@pytest.mark.parametrize("cmd", GOING_UP)
+def test_the_going_up_attack_is_real(in_home: Path, home: Path, cmd: str) -> None:
+    assert "PRIVATE_KEY" in bash(in_home, home, cmd).stdout
+
+
+# ---- R4: a glob source expanded before the line makes a link there ------------------------
+
+GLOB_SOURCES = [
+    "ln -s $PWD/gd evil/lx && mv evil/* src/ && printf x >> src/lx/config",
+    "mkdir -p out && ln -s $PWD/gd evil/lx && cp -a evil/* out/ && cp evil/config out/lx/config",
+    "ln -s $PWD/gd evil/lx && cp -P evil/* src/ && cp evil/config src/lx/config",
+    "echo x > e2/pre-commit && mv e2/* scripts/",
+    "echo x > e2/pre-commit && cp e2/* scripts/",
+    "cp evil/pre-commit e2/ && mv e2/* scripts/",
+]
+
+
+@pytest.mark.parametrize("cmd", GLOB_SOURCES)
+def test_a_glob_source_the_line_adds_to_asks(default: CompiledPolicy, repo_dirs: Path,
+                                             home: Path, cmd: str) -> None:
+    (repo_dirs / "src").mkdir(exist_ok=True)
+    (repo_dirs / "e2").mkdir()
+    (repo_dirs / "e2" / "a").write_text("x\n")
+    assert "allow" not in unsandboxed(default, repo_dirs, home, cmd), cmd
+
+
+def test_the_glob_source_attack_is_real(repo_dirs: Path, home: Path) -> None:
+    (repo_dirs / "src").mkdir(exist_ok=True)
+    assert gd_config_written(repo_dirs, home, GLOB_SOURCES[0])
+
+
+# ---- R3: one path, two spellings through a link that exists now ---------------------------
+
+@pytest.fixture
+def aliased(repo_dirs: Path) -> Path:
+    """x/ and x/y/ with a -> x and b -> x/y (monorepos have such links)."""
+    (repo_dirs / "x" / "y").mkdir(parents=True)
+    (repo_dirs / "a").symlink_to("x")
+    (repo_dirs / "b").symlink_to("x/y")
+    return repo_dirs
+
+
+ALIASES = [
+    "ln -s $PWD/gd a/l && cp evil/config x/l/config",
+    "ln -s $PWD/gd x/l && cp evil/config a/l/config",
+    "ln -s $PWD/gd x/l && cp evil/config b/../l/config",
+    "ln -s $PWD/gd x/l && printf x >> a/./l/config",
+]
+
+
+@pytest.mark.parametrize("cmd", ALIASES)
+def test_a_link_made_under_another_spelling_asks(default: CompiledPolicy, aliased: Path,
+                                                 home: Path, cmd: str) -> None:
+    assert "allow" not in unsandboxed(default, aliased, home, cmd), cmd
+
+
+def test_the_alias_attack_is_real(aliased: Path, home: Path) -> None:
+    assert gd_config_written(aliased, home, ALIASES[0])
+
+
+# ---- R2: a checkout or a stash puts a tracked link where something is now -----------------
+
+def _commit(ws: Path, home: Path, message: str, *paths: str) -> None:
+    git(ws, home, "add", "--", *paths)
+    git(ws, home, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", message)
+
+
+@pytest.fixture
+def link_branch(repo_dirs: Path, home: Path) -> Path:
+    """main tracks a directory m/ and a file l; branch br tracks m -> gd and l -> gd."""
+    (repo_dirs / "m").mkdir()
+    (repo_dirs / "m" / "keep").write_text("x\n")
+    (repo_dirs / "l").write_text("x\n")
+    _commit(repo_dirs, home, "main", "m", "l")
+    git(repo_dirs, home, "switch", "-q", "-c", "br")
+    git(repo_dirs, home, "rm", "-rq", "m", "l")
+    (repo_dirs / "m").symlink_to("gd")
+    (repo_dirs / "l").symlink_to("gd")
+    _commit(repo_dirs, home, "links", "m", "l")
+    git(repo_dirs, home, "switch", "-q", "main")
+    assert (repo_dirs / "m").is_dir() and not (repo_dirs / "m").is_symlink()
+    return repo_dirs
+
+
+CHECKOUTS = [
+    "git switch br && printf x >> m/config",
+    "git switch -q br; printf x >> l/config",
+    "git switch -d br && cp evil/config m/config",
+    "git restore -s br . && printf x >> m/config",
+]
+
+
+@pytest.mark.parametrize("cmd", CHECKOUTS)
+def test_a_checkout_that_replaces_what_is_there_asks(default: CompiledPolicy,
+                                                     link_branch: Path, home: Path,
+                                                     cmd: str) -> None:
+    assert "allow" not in unsandboxed(default, link_branch, home, cmd), cmd
+
+
+def test_the_checkout_attack_is_real(link_branch: Path, home: Path) -> None:
+    assert gd_config_written(link_branch, home, CHECKOUTS[0])
+
+
+@pytest.mark.parametrize("cmd", [
+    "git stash && printf x >> m/config", "git stash push -q && printf x >> m/config",
+    "git stash save wip; cp evil/config m/config", "git stash -u && printf x >> m/config",
+])
+def test_a_stash_that_puts_back_a_tracked_link_asks(default: CompiledPolicy, repo_dirs: Path,
+                                                    home: Path, cmd: str) -> None:
+    (repo_dirs / "m").symlink_to("gd")
+    _commit(repo_dirs, home, "link", "m")
+    (repo_dirs / "m").unlink()
+    (repo_dirs / "m").mkdir()  # the work tree has a directory where HEAD has the link
+    assert "allow" not in unsandboxed(default, repo_dirs, home, cmd), cmd
+    assert gd_config_written(repo_dirs, home, "git stash && printf x >> m/config")
+
+
+# ---- R5: backups inside a recursive copy ---------------------------------------------------
+
+@pytest.mark.parametrize("cmd", [
+    "cp -rb -S -commit e2/. scripts", "cp -r --backup=simple --suffix=-commit e2/. scripts/",
+    "cp -ab --suffix=-commit e2/. scripts/.", "cp -Rb e2/. scripts",
+])
+def test_backups_in_a_recursive_copy_ask(default: CompiledPolicy, repo_dirs: Path,
+                                         home: Path, cmd: str) -> None:
+    (repo_dirs / "e2").mkdir()
+    (repo_dirs / "e2" / "pre").write_text("x\n")
+    (repo_dirs / "scripts" / "pre").write_text("#!/bin/sh\n")
+    assert "allow" not in unsandboxed(default, repo_dirs, home, cmd), cmd
+    bash(repo_dirs, home, "cp -rb -S -commit e2/. scripts")
+    assert (repo_dirs / "scripts" / "pre-commit").read_text() == "#!/bin/sh\n"  # renamed
+
+
+# ---- what ordinary lines still do -----------------------------------------------------------
+
+@pytest.mark.parametrize("cmd", [
+    "git switch -c feature && mkdir -p out && echo hi > out/log.txt",
+    "git switch --create=feature -q && echo hi > notes.txt",
+    "mkdir -p dist && cp -r src dist/ && echo v1 > dist/src/VERSION",
+    "cp -r src/ build/ && echo x > build/src/y",
+    "cp -r src/. out/ && echo x > out/extra.py",
+    "mkdir -p out && cp -a src/* out/ && echo x > out/extra.py",
+    "sed -i s/a/b/ src/*.py && echo x > src/new.py",
+    "cat *.md && echo x > notes.md",
+    "ls src/*.py && touch src/z.py",
+    "mkdir -p out && cp src/*.py out/ && ls out/*.py",
+    "cp -b src/m.py src/n.py",
+    "git stash list && echo x > out.txt",
+])
+def test_ordinary_lines_still_run(default: CompiledPolicy, ws: Path, home: Path,
+                                  cmd: str) -> None:
+    assert verdicts(default, ws, home, cmd) == {"allow"}, cmd
+
+
+def test_may_name_is_a_superset_of_bash(tmp_path: Path) -> None:
+    root = str(tmp_path)
+    assert may_name(f"{root}/l*/config", f"{root}/lx")
+    assert may_name(f"{root}/l*/config", f"{root}/lx/config")
+    assert may_name(f"{root}/a/./l[[:alpha:]]/x", f"{root}/a/lz")
+    assert may_name(f"{root}/a/l?/../../k", f"{root}/a/lq")
+    assert may_name(f"{root}/src/**/x", f"{root}/src/a/b/c")
+    assert not may_name(f"{root}/l*/config", f"{root}/m")
+    assert not may_name(f"{root}/src/*.py", f"{root}/out/a.py")
+    assert not may_name(f"{root}/src/*.py", f"{root}/src")  # the directory it lists
+    assert not may_name(f"{root}/plain/config", f"{root}/plain/config")  # no glob: no pattern
+    (tmp_path / "real").mkdir()
+    (tmp_path / "alias").symlink_to("real")
+    assert may_name(f"{root}/alias/l*", f"{root}/real/lx")  # the start through its link
