@@ -329,9 +329,13 @@ def test_a_backup_is_a_name_made_there(default: CompiledPolicy, guarded: Path,
 def test_ordinary_lines_that_write_into_what_they_made(default: CompiledPolicy, ws: Path,
                                                        home: Path) -> None:
     for cmd in ("cp -r src out && cp README.md out/x", "mv src lib && echo x > lib/y",
-                "mkdir -p out && cp README.md out/", "git switch main && echo x > notes.txt",
-                "cp README.md a && cp a b"):
+                "mkdir -p out && cp README.md out/", "cp README.md a && cp a b"):
         assert verdicts(default, ws, home, cmd) == {"allow"}, cmd
+    # a checkout can put a tracked link where notes.txt is written (red-team 14b, B3): the
+    # sandbox holds what it could reach, so only the unsandboxed line asks
+    cmd = "git switch main && echo x > notes.txt"
+    assert judge(default, ws, home, cmd, sandboxed=True)[0] == "allow"
+    assert judge(default, ws, home, cmd)[0] == "ask"
 
 
 def test_many_writes_against_many_checks_end_within_the_budget(default: CompiledPolicy,
@@ -355,4 +359,4 @@ def test_a_write_through_a_link_a_checkout_brings(default: CompiledPolicy, repo_
     for cmd in ("git switch br && echo x > l/config", "git switch br && cp README.md l/config"):
         assert judge(default, repo_dirs, home, cmd, trust="trusted")[0] != "allow", cmd
     assert judge(default, repo_dirs, home, "git switch br && echo x > notes.txt",
-                 trust="trusted")[0] == "allow"
+                 trust="trusted", sandboxed=True)[0] == "allow"

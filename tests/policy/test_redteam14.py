@@ -7,10 +7,12 @@ tests check that ordinary lines still run."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from acpd.policy import globs
 from acpd.policy.engine import CompiledPolicy
 from acpd.policy.linectx import may_name
 from tests.policy import test_redteam6_more as rt6
@@ -254,3 +256,128 @@ def test_may_name_is_a_superset_of_bash(tmp_path: Path) -> None:
     (tmp_path / "real").mkdir()
     (tmp_path / "alias").symlink_to("real")
     assert may_name(f"{root}/alias/l*", f"{root}/real/lx")  # the start through its link
+
+
+# ---- 14b: the same classes past the first fixes ----------------------------------------------
+
+@pytest.mark.parametrize("cmd", [
+    # bracket equivalence classes and collating symbols are one character to bash
+    "ln -s gd lx && cp evil/config l[[=x=]]/config",
+    "ln -s gd lx && cp evil/config l[[.x.]]/config",
+    "ln -s gd lx && cat evil/config > l[[=x=]]/config",
+    "ln -s $PWD/gd evil/lx && mv evil/[[=l=]]* src/ && printf x >> src/lx/config",
+    "ln -s gd lx && cp evil/config l[![:upper:]]/config",
+    "ln -s gd lx && cp evil/config \\l*/config",
+])
+def test_every_bracket_form_is_read_as_bash_reads_it(default: CompiledPolicy,
+                                                     repo_dirs: Path, home: Path,
+                                                     cmd: str) -> None:
+    (repo_dirs / "src").mkdir(exist_ok=True)
+    assert "allow" not in unsandboxed(default, repo_dirs, home, cmd), cmd
+
+
+def test_the_bracket_attack_is_real(repo_dirs: Path, home: Path) -> None:
+    assert gd_config_written(repo_dirs, home, "ln -s gd lx && cp evil/config l[[=x=]]/config")
+
+
+@pytest.mark.parametrize("cmd", [
+    "ln -s gd g3 && cat evil/config >> n2", "ln -s gd g3 && echo x >> n2",
+    "ln -s gd g3 && sed -i --follow-symlinks s/a/b/ n2", "ln -s gd g3 && tee -a n2 < evil/config",
+    "ln -s gd g3 && printf x >> n3",  # two hops: n3 -> n2 -> g3/config
+])
+def test_a_link_that_points_through_what_the_line_makes_asks(
+        default: CompiledPolicy, repo_dirs: Path, home: Path, cmd: str) -> None:
+    (repo_dirs / "n2").symlink_to("g3/config")  # an earlier line's dangling link
+    (repo_dirs / "n3").symlink_to("n2")
+    assert "allow" not in unsandboxed(default, repo_dirs, home, cmd), cmd
+
+
+def test_the_dangling_link_attack_is_real(repo_dirs: Path, home: Path) -> None:
+    (repo_dirs / "n2").symlink_to("g3/config")
+    assert gd_config_written(repo_dirs, home, "ln -s gd g3 && printf x >> n2")
+
+
+@pytest.mark.parametrize("cmd", [
+    "mkdir -p p && ln -s $PWD p/g3 && cat p/n2",
+    "ln -s .. p/g3 && cat p/n2",
+])
+def test_a_read_through_a_link_to_what_the_line_makes_asks(
+        default: CompiledPolicy, in_home: Path, home: Path, cmd: str) -> None:
+    (in_home / "p").mkdir()
+    (in_home / "p" / "n2").symlink_to("g3/../.ssh/id_x")  # judged as p/.ssh/id_x now
+    assert "allow" not in unsandboxed(default, in_home, home, cmd), cmd
+    assert "PRIVATE_KEY" in bash(in_home, home, cmd).stdout
+
+
+@pytest.fixture
+def file_branch(repo_dirs: Path, home: Path) -> Path:
+    """main tracks a plain file n at the top; branch brf tracks n -> gd/config."""
+    (repo_dirs / "n").write_text("x\n")
+    _commit(repo_dirs, home, "n", "n")
+    git(repo_dirs, home, "switch", "-q", "-c", "brf")
+    (repo_dirs / "n").unlink()
+    (repo_dirs / "n").symlink_to("gd/config")
+    _commit(repo_dirs, home, "link", "n")
+    git(repo_dirs, home, "switch", "-q", "main")
+    return repo_dirs
+
+
+@pytest.mark.parametrize("cmd", [
+    "git switch -q brf && printf x >> n", "git switch brf && echo hi > n",
+    "git switch brf; tee -a n < evil/config",
+])
+def test_a_checkout_that_puts_a_link_at_the_top_asks(default: CompiledPolicy,
+                                                     file_branch: Path, home: Path,
+                                                     cmd: str) -> None:
+    assert "allow" not in unsandboxed(default, file_branch, home, cmd), cmd
+
+
+def test_the_top_link_attack_is_real(file_branch: Path, home: Path) -> None:
+    assert gd_config_written(file_branch, home, "git switch -q brf && printf x >> n")
+
+
+@pytest.mark.parametrize("cmd", [
+    "mv src/m.py src/old.py && ls src/*", "cp -r src out && ls out/*",
+    "echo x > f.tmp && mv f.tmp f", "mv src/m.py old.py && cat src/*",
+])
+def test_ordinary_lines_after_14b_still_run(default: CompiledPolicy, ws: Path, home: Path,
+                                            cmd: str) -> None:
+    assert verdicts(default, ws, home, cmd) == {"allow"}, cmd
+
+
+def test_checkouts_ask_only_where_the_sandbox_would_not_hold(default: CompiledPolicy,
+                                                             ws: Path, home: Path) -> None:
+    for cmd in ("git stash pop && echo x >> src/m.py", "git switch main && echo x >> README.md"):
+        assert judge(default, ws, home, cmd, sandboxed=True)[0] == "allow", cmd
+        assert judge(default, ws, home, cmd)[0] == "ask", cmd
+
+
+CHARS = "ab.-_[]!^*?\\:=xA"
+CLASSES = ["[[:alpha:]]", "[[=a=]]", "[[.a.]]", "[!a]", "[^b]", "[]a]", "[a-c]", "[[:upper:]]"]
+
+
+def test_may_name_agrees_with_bash_on_generated_patterns(tmp_path: Path) -> None:
+    """Whatever name bash's own matching takes a one-component pattern to name, may_name
+    names it too (a superset), for generated patterns and names."""
+    import random
+
+    rng = random.Random(14)
+    pairs = []
+    for _ in range(2000):
+        pattern = "".join(rng.choice(CLASSES) if rng.random() < 0.2 else rng.choice(CHARS)
+                          for _ in range(rng.randint(1, 5)))
+        name = "".join(rng.choice("ab.-_xA[]") for _ in range(rng.randint(1, 4)))
+        if globs.has_glob(pattern) and name not in (".", ".."):
+            pairs.append((pattern, name))
+    listing = tmp_path / "pairs"
+    listing.write_text("".join(f"{p}\t{n}\n" for p, n in pairs))
+    # an unquoted variable on the right of == is a pattern: no shell syntax gets in the way
+    script = 'while IFS=$\'\\t\' read -r p n; do [[ $n == $p ]] && echo 1 || echo 0; done'
+    out = subprocess.run(["bash", "-c", script], stdin=listing.open(), capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert len(out) == len(pairs)
+    root = str(tmp_path)
+    missed = [(p, n) for (p, n), hit in zip(pairs, out, strict=True)
+              if hit == "1" and not may_name(f"{root}/{p}", f"{root}/{n}")]
+    assert sum(hit == "1" for hit in out) > 50  # the generator makes matches
+    assert missed == []

@@ -321,7 +321,9 @@ class CommandJudge:
             self._path(w, "write", ctx, made=made)
         deleted = {d for d, _ in mdl.deletes}
         for e in mdl.entries:  # rm lnk, mv lnk x: the link itself, not its target
-            self._path(e, "write", ctx, entry="entry" if e in deleted else "made")
+            gone = e in deleted
+            self._path(e, "write", ctx, entry="entry" if gone else "made",
+                       made="gone" if gone else None)
         for d in mdl.dests:  # mv a lnk: replaced, or written into when a directory
             self._path(d, "write", ctx, entry="dest", made=made)
         if mdl.detach and not ctx.sandboxed and ctx.only_rule is None:

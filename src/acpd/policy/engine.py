@@ -369,24 +369,9 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             ctx.out.add("ask", "path.too-long", f"a {mode} path of {len(raw)} characters")
             return
         literal = ctx.globs is not None and raw in ctx.globs.literal
-        if has_parent_step(raw):  # `l/../x`: where it goes depends on what l is then
-            for cwd in ctx.cwds:
-                parts = (raw if raw.startswith("/") else f"{cwd}/{raw}").split("/")
-                for k, part in enumerate(parts):  # every `..`: `src/../l/../x` too
-                    if part == ".." and k:
-                        above = os.path.normpath("/".join(parts[:k]) or "/")
-                        ctx.rely_tree(above, f"{raw} goes up (..) from {above} as it is now",
-                                      ctx.mark(), below=False)
-        if mode != "read" and "\x00" not in raw:  # (a NUL: judge_path denies it)
-            # written through what it is in now: unless another command of the line makes a
-            # link at a directory above it (`ln -s gd l && cp x l/config`)
-            since = ctx.mark() if redirect or ctx.mine is None else ctx.mine
-            for cwd in ctx.cwds:
-                joined = os.path.join(cwd, raw)  # `b/../l` with b a link now: physically
-                parent = os.path.dirname(physical(joined) if has_parent_step(raw)
-                                         else os.path.normpath(joined))
-                ctx.rely_tree(parent, f"{raw} is written through {parent} as it is now",
-                              since, below=False)
+        if "\x00" not in raw:  # (a NUL: judge_path denies it)
+            self._relies(raw, mode, ctx, redirect, entry, made)
+        if mode != "read":
             ctx.wrote(raw, made or ("file" if redirect else "entry" if entry else "data"))
         for cwd in ctx.cwds:
             hit = judge_path(raw, mode, cwd, ctx.paths, redirect=redirect, literal=literal,
@@ -397,6 +382,27 @@ class CompiledPolicy(CommandJudge, VariableJudge):
                 hit = store_read(raw, cwd, ctx.paths)
                 if hit is not None:
                     ctx.out.add(*hit)
+
+    def _relies(self, raw: str, mode: str, ctx: Ctx, redirect: bool, entry: str | None,
+                made: str | None) -> None:
+        """What judging `raw` takes as it is now, which another command of the line may
+        change (linectx `rewritten`): what each `..` goes up from; for a write, the directory
+        it is written in (`ln -s gd l && cp x l/config`) and, unless it acts on the entry
+        itself, the entry (a checkout can put a link there); for a path that is a link now,
+        where it points, hop by hop (`n -> g3/config` with `ln -s gd g3` on the line)."""
+        since = ctx.mark() if mode == "read" or redirect or ctx.mine is None else ctx.mine
+        follows = entry is None and made != "dir"
+        for cwd in ctx.cwds:
+            joined = raw if raw.startswith("/") else os.path.join(cwd, raw)
+            path = _rely_steps(joined, raw, ctx, since)
+            if mode != "read":
+                parent = os.path.dirname(path)
+                ctx.rely_tree(parent, f"{raw} is written through {parent} as it is now",
+                              since, below=False)
+                if follows:
+                    ctx.rely_leaf(path, f"{raw} is written where it points now")
+            if follows:
+                _rely_link(path, raw, ctx, since)
 
     def _argv(self, argv: list[str], ctx: Ctx, depth: int, in_function: str | None) -> None:
         out = ctx.out
@@ -446,6 +452,41 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             self._path(w, "write", ctx)
         if res.argv:
             self._command(res.argv, ctx, depth)
+
+
+MAX_LINK_HOPS = 40
+"""Links followed from a path (the kernel's own limit)."""
+
+
+def _rely_steps(joined: str, raw: str, ctx: Ctx, since: int) -> str:
+    """Rely on what each `..` of the absolute `joined` goes up from (`src/../l/../x`: l
+    too); return where it goes now (`l/../x` with l a link now goes where the kernel takes
+    it: sandbox.physical)."""
+    if not has_parent_step(joined):
+        return os.path.normpath(joined)
+    parts = joined.split("/")
+    for k, part in enumerate(parts):
+        if part == ".." and k:
+            above = os.path.normpath("/".join(parts[:k]) or "/")
+            ctx.rely_tree(above, f"{raw} goes up (..) from {above} as it is now", since,
+                          below=False)
+    return physical(joined)
+
+
+def _rely_link(path: str, raw: str, ctx: Ctx, since: int) -> None:
+    """A path that is a link now is judged where it points now: rely on the directory of
+    each hop (and what its `..` go up from)."""
+    for _ in range(MAX_LINK_HOPS):
+        try:
+            target = os.readlink(path)
+        except (OSError, ValueError):
+            return  # not a link (or missing): nothing more is followed
+        joined = target if target.startswith("/") else os.path.join(os.path.dirname(path),
+                                                                     target)
+        path = _rely_steps(joined, raw, ctx, since)
+        parent = os.path.dirname(path)
+        ctx.rely_tree(parent, f"{raw} is a link through {parent} as it is now", since,
+                      below=False)
 
 
 def _fs_error(out: Findings, exc: OSError) -> None:

@@ -187,6 +187,12 @@ def _unescape(comp: str) -> str:
     return re.sub(r"\\(.)", r"\1", comp)
 
 
+def component_may_match(pattern: str, name: str) -> bool:
+    """May the one-component glob `pattern` match `name` (bash's matching, case ignored: a
+    superset)?"""
+    return _component_regex(pattern, True).fullmatch(name) is not None
+
+
 def _component_regex(comp: str, nocase: bool) -> re.Pattern[str]:
     """bash's pattern matching for one path component."""
     out: list[str] = []

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 from collections.abc import Callable, Iterable
 
 from acpd.policy import budget as budget_mod
@@ -108,16 +107,12 @@ def _probes(path: str) -> dict[str, None]:
     return out
 
 
-_BRACKET = re.compile(r"\[[!^]?\]?(?:\[:[a-z]+:\]|[^]])*\]")
-"""A bracket expression, its classes (`[[:alpha:]]`) included."""
-
-
 def may_name(pattern: str, path: str) -> bool:
     """May the glob `pattern` (absolute, as written) name the absolute `path`, or a
-    directory above a path it names, when bash expands it? A superset: case and leading dots
-    are not looked at, a bracket expression is any one character, and past `**` or a `..`
-    anything below the literal start. The literal start is taken as written and through the
-    links in it now."""
+    directory above a path it names, when bash expands it? A superset: each component is
+    matched as the expander matches it (globs.py: its bracket expressions, classes included)
+    with case and leading dots not looked at, and past `**` or a `..` anything below the
+    literal start. The literal start is taken as written and through the links in it now."""
     parts = [p for p in pattern.split("/") if p and p != "."]
     first = next((i for i, p in enumerate(parts) if globs.has_glob(p)), None)
     if first is None:
@@ -136,7 +131,7 @@ def _names_match(parts: list[str], names: list[str]) -> bool:
     for part, name in zip(parts, names, strict=False):  # a shorter path: a directory above
         if part == ".." or "**" in part:
             return True
-        if not fnmatch.fnmatchcase(name.lower(), _BRACKET.sub("?", part).lower()):
+        if not globs.component_may_match(part, name):
             return False
     return True
 
@@ -170,9 +165,9 @@ class GlobRely:
 
     def counts(self, k: int, kind: str) -> bool:
         """Does the line's write `k` of `kind` possibly add a name this glob expands to,
-        that the judge did not see? An empty directory never matters; a plain file only
-        where the names are carried somewhere else."""
-        if kind == "dir" or (kind == "file" and not self.moved):
+        that the judge did not see? A deletion or an empty directory never; a plain file or
+        what is no link (a copied tree) only where the names are carried somewhere else."""
+        if kind in ("dir", "gone") or (kind in ("file", "tree") and not self.moved):
             return False
         return not self.since <= k < (self.since if self.until is None else self.until)
 
@@ -182,7 +177,7 @@ class Ctx:
     per decision, on the hot path)."""
 
     __slots__ = ("anywhere", "cctx", "command", "commands", "cwd", "cwds", "functions",
-                 "given_roots", "globs", "home", "line",
+                 "given_roots", "globs", "home", "leaves", "line",
                  "matched_only", "mine", "only_rule", "out", "path_rules", "relied", "relied_globs",
                  "relied_trees", "resolved_roots", "rules_for", "sandboxed", "scope", "trust",
                  "writes", "written")
@@ -225,6 +220,10 @@ class Ctx:
         self.commands = 0
         self.anywhere: list[int] = []
         """The simple commands that write names the judge does not see (`wrote_anything`)."""
+        self.leaves: list[tuple[str, str, int]] = []
+        """(path, what relied on it, the relying simple command): written paths that follow
+        a link at their last component (a redirect), judged where it points now: stale when
+        another command may put a link there unseen (a checkout), at the top too."""
         self.relied_trees: list[tuple[str, str, int, int, bool, int]] | None = None
         """(absolute path, what relied on it, the span of `writes` that are the relying
         command's own, whether what is below it counts, the relying simple command): trees
@@ -233,8 +232,8 @@ class Ctx:
         """Glob words the judge expanded on disk as it is now (`glob_alternatives`)."""
 
     def wrote(self, raw: str, kind: str = "data") -> None:
-        """The line writes the path `raw` (`kind`: "file" for a redirect, which can only make
-        a file there; "entry" for a rename, deletion or link of the entry; else "data")."""
+        """The line writes the path `raw` (`kind`: as `_over` says; "gone" for a deletion,
+        which makes nothing there)."""
         self.wrote_name(raw)
         self.writes.append((raw, kind))  # type: ignore[union-attr]
 
@@ -301,6 +300,9 @@ class Ctx:
             self.relied_trees = []
         self.relied_trees.append((path, why, since, self.mark(), below, self.command))
 
+    def rely_leaf(self, path: str, why: str) -> None:
+        self.leaves.append((path, why, self.command))
+
     def rely(self, names: Iterable[str], why: str) -> None:
         """A check judged by these files as they are now (`.gitignore`, `rust-toolchain`)."""
         if self.relied is None:
@@ -314,7 +316,7 @@ class Ctx:
         or a background job can run the writer first."""
         if not self.written:
             return None
-        if self.relied_trees or self.relied_globs:
+        if self.relied_trees or self.relied_globs or self.leaves:
             stale = self._stale_tree()
             if stale is not None:
                 return stale
@@ -340,16 +342,19 @@ class Ctx:
                          "places the judge looked at: too many to check against each other")
         # A checkout or an extraction writes names the line does not show, and may put a
         # tracked link where a file or a directory is now: what another command relied on
-        # there is stale, present or not (never the workspace's top or what is above it).
-        # Under the sandbox a glob is not (reads of denied files fail there, writes to git's
-        # code too).
+        # there is stale, present or not (a directory written through: never the workspace's
+        # top or what is above it; a written file: at the top too). Under the sandbox only a
+        # copied tree is (reads of denied files and writes to git's code fail there; a new
+        # HEAD in a copied tree does not).
         for path, why, _, _, below, command in relied:
-            if any(c != command for c in self.anywhere) and (below or not self._above_root(
-                    path)):
+            if any(c != command for c in self.anywhere) and (below or (
+                    not self.sandboxed and not self._above_root(path))):
                 return "*", why
-        for glob in patterns:
-            if not self.sandboxed and any(c != glob.command for c in self.anywhere):
-                return "*", glob.why
+        if not self.sandboxed:
+            for _, why, command in (*((g.pattern, g.why, g.command) for g in patterns),
+                                       *self.leaves):
+                if any(c != command for c in self.anywhere):
+                    return "*", why
         tree_forms = [((tree, *_real(tree)), why, since, until) for tree, why, since, until, *_
                       in trees]
         made: dict[str, list[int]] = {}
