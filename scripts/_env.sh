@@ -16,3 +16,8 @@ if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
     .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".$2"
     touch "$STAMP"
 fi
+# Bytecode for acpd's own modules, written once here: every daemon and CLI process the demo or
+# the tests start imports them, and where PYTHONDONTWRITEBYTECODE is set (as on some CI
+# machines) nothing else writes it, so each process would compile every module again (about
+# half of a session daemon's CPU time). Only changed files are compiled.
+.venv/bin/python -m compileall -q -j 0 src >/dev/null
