@@ -381,3 +381,72 @@ def test_may_name_agrees_with_bash_on_generated_patterns(tmp_path: Path) -> None
               if hit == "1" and not may_name(f"{root}/{p}", f"{root}/{n}")]
     assert sum(hit == "1" for hit in out) > 50  # the generator makes matches
     assert missed == []
+
+
+# ---- 14c: a link in the middle of a chain; a link renamed, then gone through ---------------
+
+@pytest.fixture
+def chained(repo_dirs: Path) -> Path:
+    """q -> s -> t, made by two earlier lines; m2 -> g3/config, a dangling link."""
+    (repo_dirs / "t").mkdir()
+    (repo_dirs / "s").symlink_to("t")
+    (repo_dirs / "q").symlink_to("s")
+    (repo_dirs / "n").symlink_to("s")
+    return repo_dirs
+
+
+CHAINS = [
+    "ln -sfn gd s && printf x >> q/config", "ln -sfn gd s && cp evil/config q/",
+    "ln -sfn gd s && cd q && echo x >> config", "ln -sfn gd s && mv evil/config n",
+    "ln -sfn $PWD/gd s; sed -n p evil/config > q/config",
+]
+
+
+@pytest.mark.parametrize("cmd", CHAINS)
+def test_a_link_in_the_middle_of_a_chain_is_relied_on(default: CompiledPolicy,
+                                                      chained: Path, home: Path,
+                                                      cmd: str) -> None:
+    assert "allow" not in unsandboxed(default, chained, home, cmd), cmd
+
+
+def test_the_chain_attack_is_real(chained: Path, home: Path) -> None:
+    assert gd_config_written(chained, home, CHAINS[0])
+
+
+RENAMED = [
+    "mv m2 zz && echo x >> zz", "mv -T m2 m && printf x >> m", "cp -P m2 zz && echo x >> zz",
+    "cp -a m2 zz && echo x >> zz", "mv m2 zz; sed -i --follow-symlinks '$r evil/config' zz",
+]
+
+
+@pytest.mark.parametrize("cmd", RENAMED)
+def test_a_link_renamed_then_written_through_asks(default: CompiledPolicy, repo_dirs: Path,
+                                                  home: Path, cmd: str) -> None:
+    (repo_dirs / "g3").symlink_to("gd")  # two earlier lines: m2 -> g3/config, g3 -> gd
+    (repo_dirs / "m2").symlink_to("g3/config")
+    assert "allow" not in unsandboxed(default, repo_dirs, home, cmd), cmd
+
+
+def test_the_rename_attack_is_real(repo_dirs: Path, home: Path) -> None:
+    (repo_dirs / "g3").symlink_to("gd")
+    (repo_dirs / "m2").symlink_to("g3/config")
+    assert gd_config_written(repo_dirs, home, RENAMED[0])
+
+
+@pytest.mark.parametrize("cmd", [
+    "mv m mm && cat mm/id_x", "mv -T m mm && head mm/id_x", "mkdir d && mv m d/ && cat d/m/id_x",
+])
+def test_a_link_renamed_then_read_through_asks(default: CompiledPolicy, in_home: Path,
+                                               home: Path, cmd: str) -> None:
+    (in_home / "m").symlink_to(home / ".ssh")  # a hostile repository's tracked link
+    assert "allow" not in unsandboxed(default, in_home, home, cmd), cmd
+    assert "PRIVATE_KEY" in bash(in_home, home, cmd).stdout
+
+
+@pytest.mark.parametrize("cmd", [
+    "mv src lib && cat lib/m.py", "cp -r src out && cat out/m.py", "touch a && cat a",
+    "sed -i s/x/y/ src/m.py && cat src/m.py", "cp README.md notes.md && cat notes.md",
+])
+def test_reads_of_what_the_line_wrote_still_run(default: CompiledPolicy, ws: Path, home: Path,
+                                                cmd: str) -> None:
+    assert verdicts(default, ws, home, cmd) == {"allow"}, cmd

@@ -47,10 +47,11 @@ _PATH_COMMANDS = frozenset({"dd", "find"})
 MAX_LANDED_TOP = 512
 """A copied or moved tree's top-level entries each judged where they land, at most."""
 FILE_MAKERS = frozenset({"cp", "touch", "tee", "dd", "sort", "sed", "uniq", "truncate", "shuf",
-                         "split", "csplit", "gzip", "gunzip", "bzip2", "xz", "base64"})
-"""Programs whose writes make regular files only (a copy without -r, -s...): a write of
-theirs below a tree a line copies changes a file's content or adds a file, never a
-directory or a link (linectx `_over`)."""
+                         "split", "csplit", "gzip", "gunzip", "bzip2", "xz", "base64",
+                         "chmod", "chown", "chgrp"})
+"""Programs whose writes make regular files only (a copy without -r, -s...), or change only
+what a file holds or its mode: a write of theirs below a tree a line copies changes a file's
+content or adds a file, never a directory or a link (linectx `_over`)."""
 
 
 class CommandJudge:
@@ -141,7 +142,7 @@ class CommandJudge:
             for r in pa.reads:
                 self._path(r, "read", ctx)
             for w in pa.writes:
-                self._path(w, "write", ctx)
+                self._path(w, "write", ctx, made="file" if base in FILE_MAKERS else None)
         if base == "git":
             self._git_objects(args, ctx)
             self._git_hooks(args, ctx)
@@ -192,7 +193,8 @@ class CommandJudge:
                 if named and (os.path.isdir(base) or not os.path.lexists(base)):
                     prefixes.append(os.path.join(base, name))
                     # a tree that is no link now lands as one (not a link to go through)
-                    made = "tree" if tree and _no_links([top], [cwd]) else None
+                    made = "link" if not tree else "tree" if _no_links([top], [cwd]) \
+                        else None  # (no tree: ln's link into DIR)
                     self._path(prefixes[1], "write", ctx, entry="entry", made=made)
                 elif named:  # not a directory now: it lands at DEST unless the line makes one
                     ctx.rely_tree(base, f"{dest} is not a directory now", since)
@@ -317,15 +319,18 @@ class CommandJudge:
         moved = [s for s, _ in mdl.deletes] if mdl.moves_to is not None else mdl.trees
         if made is None and moved and not mdl.links and _no_links(moved, ctx.cwds):
             made = "tree"  # copies or moves of what is no link now: no link where they land
-        for w in (*mdl.writes, *links):
+        for w in mdl.writes:
             self._path(w, "write", ctx, made=made)
+        for w in links:  # judged as a write place; the command itself writes nothing there
+            self._path(w, "write", ctx, made="exposed")
         deleted = {d for d, _ in mdl.deletes}
+        linked = "link" if mdl.transfer == "link" else None  # where it points is judged
         for e in mdl.entries:  # rm lnk, mv lnk x: the link itself, not its target
             gone = e in deleted
             self._path(e, "write", ctx, entry="entry" if gone else "made",
-                       made="gone" if gone else None)
+                       made="gone" if gone else linked)
         for d in mdl.dests:  # mv a lnk: replaced, or written into when a directory
-            self._path(d, "write", ctx, entry="dest", made=made)
+            self._path(d, "write", ctx, entry="dest", made=linked or made)
         if mdl.detach and not ctx.sandboxed and ctx.only_rule is None:
             for reason in mdl.detach:
                 out.add("ask", "escape.detach", reason)

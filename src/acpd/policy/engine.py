@@ -371,7 +371,7 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         literal = ctx.globs is not None and raw in ctx.globs.literal
         if "\x00" not in raw:  # (a NUL: judge_path denies it)
             self._relies(raw, mode, ctx, redirect, entry, made)
-        if mode != "read":
+        if mode != "read" and made != "exposed":  # (a link's target: judged, not written)
             ctx.wrote(raw, made or ("file" if redirect else "entry" if entry else "data"))
         for cwd in ctx.cwds:
             hit = judge_path(raw, mode, cwd, ctx.paths, redirect=redirect, literal=literal,
@@ -395,14 +395,17 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         for cwd in ctx.cwds:
             joined = raw if raw.startswith("/") else os.path.join(cwd, raw)
             path = _rely_steps(joined, raw, ctx, since)
-            if mode != "read":
+            if follows:  # what it is now, and every directory above (linectx `_probes`)
+                how = "read" if mode == "read" else "written"
+                ctx.rely_tree(path, f"{raw} is {how} where it points now", since, below=False,
+                              leaf=True)
+                if mode != "read":
+                    ctx.rely_leaf(path, f"{raw} is written where it points now")
+                _rely_link(path, raw, ctx, since)
+            elif mode != "read":  # the entry itself (a link made, removed, renamed)
                 parent = os.path.dirname(path)
                 ctx.rely_tree(parent, f"{raw} is written through {parent} as it is now",
                               since, below=False)
-                if follows:
-                    ctx.rely_leaf(path, f"{raw} is written where it points now")
-            if follows:
-                _rely_link(path, raw, ctx, since)
 
     def _argv(self, argv: list[str], ctx: Ctx, depth: int, in_function: str | None) -> None:
         out = ctx.out

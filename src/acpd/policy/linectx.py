@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 from collections.abc import Callable, Iterable
 
 from acpd.policy import budget as budget_mod
@@ -65,23 +66,65 @@ def _over(written: str, tree: str, kind: str, pattern: bool, sandboxed: bool,
     return kind != "file" and (written == tree or tree.startswith(written.rstrip("/") + "/"))
 
 
-def _merged(entries: list[tuple[str, str, int, int, bool, int]]
-            ) -> list[tuple[str, str, int, int, bool, int]]:
+Rely = tuple[str, str, int, int, bool, int, bool]
+"""(absolute path, what relied on it, the span of `writes` that are the relying command's
+own, whether what is below it counts, the relying simple command, whether it is the very
+place a path is read or written at)."""
+
+
+def _merged(entries: list[Rely]) -> list[Rely]:
     """One rely per place and relying command (the widest span of its own writes): a tree's
     landed files each rely on the same directories."""
-    widest: dict[tuple[str, int, int], tuple[str, str, int, int, bool, int]] = {}
+    widest: dict[tuple[str, int, int, bool], Rely] = {}
     for entry in entries:
-        key = (entry[0], entry[2], entry[5])
+        key = (entry[0], entry[2], entry[5], entry[6])
         known = widest.get(key)
         if known is None or entry[3] > known[3]:
             widest[key] = entry
     return list(widest.values())
 
 
+MAX_LINKS = 40
+"""Links followed resolving one path (the kernel's limit)."""
+
+
+def _steps(path: str) -> tuple[list[str], str]:
+    """The links the kernel meets resolving the absolute `path` now, each as the entry it
+    is (its directory resolved: `q -> s -> t` meets ws/q and ws/s), and where it ends
+    (realpath's answer: a missing component and what follows kept as written)."""
+    links: list[str] = []
+    todo = [p for p in reversed(path.split("/")) if p]
+    cur = "/"
+    while todo:
+        part = todo.pop()
+        if part == ".":
+            continue
+        if part == "..":
+            cur = os.path.dirname(cur)
+            continue
+        nxt = os.path.join(cur, part)
+        try:
+            found = os.lstat(nxt)
+        except (OSError, ValueError):
+            return links, os.path.normpath("/".join((nxt, *reversed(todo))))
+        if not stat.S_ISLNK(found.st_mode):
+            cur = nxt
+            continue
+        links.append(nxt)
+        if len(links) > MAX_LINKS:  # ELOOP: the command fails there
+            return links, os.path.normpath("/".join((nxt, *reversed(todo))))
+        target = os.readlink(nxt)
+        if target.startswith("/"):
+            cur = "/"
+        todo.extend(p for p in reversed(target.split("/")) if p)
+    return links, cur
+
+
 def _real(path: str) -> tuple[str, ...]:
-    """The physical spelling of the absolute `path`, when it differs (a link above it)."""
-    real = resolve(path)
-    return (real,) if real != path else ()
+    """The other spellings of the absolute `path` now: every link its resolution meets and
+    where it ends (a line that replaces any of them changes what `path` is)."""
+    links, real = _steps(path)
+    return tuple(dict.fromkeys(p for p in (*links, real) if p != path))
 
 
 def _spellings(written: str) -> tuple[str, ...]:
@@ -94,7 +137,8 @@ def _spellings(written: str) -> tuple[str, ...]:
 
 
 def _probes(path: str) -> dict[str, None]:
-    """`path` and its directories, as written and as the kernel finds them now."""
+    """`path` and its directories, as written and through every link met resolving it now
+    (each link's entry and where it ends)."""
     out: dict[str, None] = {}
     for start in (path, *_real(path)):
         probe = start
@@ -139,7 +183,7 @@ def _names_match(parts: list[str], names: list[str]) -> bool:
 MAX_STALE_CHECKS = 20_000
 """Comparisons of the line's writes with what its checks relied on, at most (about 1 µs
 each): past it the line asks (the check runs after the budget's)."""
-_LINKING = frozenset({"entry", "data"})
+_LINKING = frozenset({"entry", "data", "link"})
 """Write kinds that may leave a link (or a directory from elsewhere) where they write."""
 
 
@@ -180,7 +224,7 @@ class Ctx:
                  "given_roots", "globs", "home", "leaves", "line",
                  "matched_only", "mine", "only_rule", "out", "path_rules", "relied", "relied_globs",
                  "relied_trees", "resolved_roots", "rules_for", "sandboxed", "scope", "trust",
-                 "writes", "written")
+                 "write_commands", "writes", "written")
 
     def __init__(self, cwd: str, given_roots: tuple[str, ...], home: str, trust: Trust,
                  rules_for: Callable[[tuple[str, ...], str], PathRules], out: Findings, *,
@@ -224,7 +268,9 @@ class Ctx:
         """(path, what relied on it, the relying simple command): written paths that follow
         a link at their last component (a redirect), judged where it points now: stale when
         another command may put a link there unseen (a checkout), at the top too."""
-        self.relied_trees: list[tuple[str, str, int, int, bool, int]] | None = None
+        self.relied_trees: list[Rely] | None = None
+        self.write_commands: list[int] = []
+        """The simple command of each of `writes` (`Ctx.command`): a command's own."""
         """(absolute path, what relied on it, the span of `writes` that are the relying
         command's own, whether what is below it counts, the relying simple command): trees
         a check listed on disk, directories a path goes up (`..`) from or is written in."""
@@ -236,6 +282,7 @@ class Ctx:
         which makes nothing there)."""
         self.wrote_name(raw)
         self.writes.append((raw, kind))  # type: ignore[union-attr]
+        self.write_commands.append(self.command)
 
     def wrote_name(self, raw: str) -> None:
         """The line writes a file of this name somewhere ("*": any name, anywhere)."""
@@ -290,7 +337,8 @@ class Ctx:
         """How many writes the line has made so far (`rely_tree`'s `since`)."""
         return len(self.writes) if self.writes is not None else 0
 
-    def rely_tree(self, path: str, why: str, since: int, *, below: bool = True) -> None:
+    def rely_tree(self, path: str, why: str, since: int, *, below: bool = True,
+                  leaf: bool = False) -> None:
         """A check judged by what is at or below the absolute `path` now (a copy's source
         tree). Stale when another command of the line writes there, below it, or over one of
         its directories (`ln -s lib l && cp -r l/. gd`); the relying command's own writes
@@ -298,7 +346,7 @@ class Ctx:
         False: only what the entry itself is counts (a path that goes up from it, `l/..`)."""
         if self.relied_trees is None:
             self.relied_trees = []
-        self.relied_trees.append((path, why, since, self.mark(), below, self.command))
+        self.relied_trees.append((path, why, since, self.mark(), below, self.command, leaf))
 
     def rely_leaf(self, path: str, why: str) -> None:
         self.leaves.append((path, why, self.command))
@@ -337,7 +385,7 @@ class Ctx:
         patterns = self.relied_globs or []
         cwds = self.cwds or [self.cwd]
         paths = len(self.writes) * len(cwds) * 2
-        if paths * (len(trees) * 2 + len(patterns) + 1) + len(entries) * 64 > MAX_STALE_CHECKS:
+        if paths * (len(trees) * 2 + len(patterns) + 1) > MAX_STALE_CHECKS:
             return "*", (f"{len(self.writes)} writes against {len(relied) + len(patterns)} "
                          "places the judge looked at: too many to check against each other")
         # A checkout or an extraction writes names the line does not show, and may put a
@@ -346,7 +394,7 @@ class Ctx:
         # top or what is above it; a written file: at the top too). Under the sandbox only a
         # copied tree is (reads of denied files and writes to git's code fail there; a new
         # HEAD in a copied tree does not).
-        for path, why, _, _, below, command in relied:
+        for path, why, _, _, below, command, _ in relied:
             if any(c != command for c in self.anywhere) and (below or (
                     not self.sandboxed and not self._above_root(path))):
                 return "*", why
@@ -384,15 +432,21 @@ class Ctx:
                         else:
                             made.setdefault(form, []).append(k)
         patterned = sum(any(c in e[0] for c in "*?[") for e in entries)
-        if len(entries) * len(globbed) + patterned * len(made) > MAX_STALE_CHECKS // 8:
+        if (made or globbed) and len(entries) * (64 + len(globbed)) + patterned * len(
+                made) > MAX_STALE_CHECKS:
             return "*", "too many writes to check against the directories above"
-        for path, why, since, until, *_ in entries:  # a directory above each, made a link?
-            for probe in _probes(path):
+        commands = self.write_commands
+        for path, why, since, until, _, command, leaf in entries if made or globbed else ():
+            for probe in _probes(path):  # the place or a directory above, made a link?
                 for k in made.get(probe, ()):
-                    if not since <= k < until:
-                        return self.writes[k][0], why
+                    if since <= k < until or commands[k] == command:
+                        continue  # the relying command's own
+                    if leaf and probe == path and self.writes[k][1] == "link":
+                        continue  # ln's own link: where it points was judged (read, write)
+                    return self.writes[k][0], why
                 for k, written in globbed:
-                    if not since <= k < until and fnmatch.fnmatchcase(probe, written):
+                    if not (since <= k < until or commands[k] == command) and \
+                            fnmatch.fnmatchcase(probe, written):
                         return self.writes[k][0], why
                 if any(c in probe for c in "*?["):  # a glob that matched nothing: a pattern
                     for form, ks in made.items():
