@@ -386,10 +386,12 @@ class CompiledPolicy(CommandJudge, VariableJudge):
     def _relies(self, raw: str, mode: str, ctx: Ctx, redirect: bool, entry: str | None,
                 made: str | None) -> None:
         """What judging `raw` takes as it is now, which another command of the line may
-        change (linectx `rewritten`): what each `..` goes up from; for a write, the directory
-        it is written in (`ln -s gd l && cp x l/config`) and, unless it acts on the entry
-        itself, the entry (a checkout can put a link there); for a path that is a link now,
-        where it points, hop by hop (`n -> g3/config` with `ln -s gd g3` on the line)."""
+        change (linectx `rewritten`): what each `..` goes up from; for a read or a write that
+        follows the path, the place itself, and with it every directory above and every link
+        its resolution meets (`ln -s gd l && cp x l/config`, `mv lnk x && cat x`), and, for a
+        link there now, where it points, hop by hop (`n -> g3/config` with `ln -s gd g3`);
+        for a write that acts on the entry itself (rm, mv, ln's new name), the directory it
+        is in."""
         since = ctx.mark() if mode == "read" or redirect or ctx.mine is None else ctx.mine
         follows = entry is None and made != "dir"
         for cwd in ctx.cwds:
