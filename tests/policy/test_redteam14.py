@@ -450,3 +450,44 @@ def test_a_link_renamed_then_read_through_asks(default: CompiledPolicy, in_home:
 def test_reads_of_what_the_line_wrote_still_run(default: CompiledPolicy, ws: Path, home: Path,
                                                 cmd: str) -> None:
     assert verdicts(default, ws, home, cmd) == {"allow"}, cmd
+
+
+# ---- 14d: a hard link of a symbolic link; a loop that runs one command twice ---------------
+
+@pytest.mark.parametrize("cmd", [
+    "ln m2 d/zz && echo x >> d/zz", "ln -P m2 d/zz && echo x >> d/zz",
+    "ln -f m2 d/zz && cat evil/config >> d/zz",
+])
+def test_a_hard_link_of_a_symbolic_link_is_not_ln_s(default: CompiledPolicy, repo_dirs: Path,
+                                                    home: Path, cmd: str) -> None:
+    (repo_dirs / "d").mkdir()
+    (repo_dirs / "d" / "g3").symlink_to(repo_dirs / "gd")
+    (repo_dirs / "m2").symlink_to("g3/config")  # dangling here; d/zz -> g3/config is gd's
+    assert "allow" not in unsandboxed(default, repo_dirs, home, cmd), cmd
+    assert gd_config_written(repo_dirs, home, "ln m2 d/zz && echo x >> d/zz")
+
+
+@pytest.mark.parametrize("cmd", [
+    "ln -s gd g3 && for f in g3 evil/config; do cp -P $f zz; done",
+    "ln -s gd g3; for f in g3 evil/config; do cp -d $f zz; done",
+    "ln -s gd g3 && for p in 'g3 zz' 'evil/config zz'; do cp -P $p; done",
+    "ln -s gd g3 && while read f; do cp -P $f zz; done <<< 'g3'",
+])
+def test_a_command_a_loop_runs_twice_is_not_its_own_writer(default: CompiledPolicy,
+                                                           repo_dirs: Path, home: Path,
+                                                           cmd: str) -> None:
+    assert "allow" not in unsandboxed(default, repo_dirs, home, cmd), cmd
+
+
+def test_the_loop_attack_is_real(repo_dirs: Path, home: Path) -> None:
+    assert gd_config_written(
+        repo_dirs, home, "ln -s gd g3 && for f in g3 evil/config; do cp -P $f zz; done")
+
+
+@pytest.mark.parametrize("cmd", [
+    "ln -sfn src current && cat current/m.py", "mv src lib && cat lib/m.py",
+    "for f in src/*.py; do cp $f $f.bak; done", "for f in *.md; do sed -i s/a/b/ $f; done",
+])
+def test_lines_through_new_links_run_under_the_sandbox(default: CompiledPolicy, ws: Path,
+                                                       home: Path, cmd: str) -> None:
+    assert judge(default, ws, home, cmd, sandboxed=True)[0] == "allow", cmd

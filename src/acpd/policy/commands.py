@@ -172,8 +172,8 @@ class CommandJudge:
         for finding in gitobjects.command_findings(base, args, mdl, ctx):  # git's objects
             out.add(*finding)
 
-    def _landed(self, lands: list[tuple[str, str, bool, bool]], ctx: _Ctx, since: int
-                ) -> None:
+    def _landed(self, lands: list[tuple[str, str, bool, bool]], ctx: _Ctx, since: int,
+                symbolic: bool = False) -> None:
         """What a recursive copy or a move brings under its destination, looked at now
         (bounded): a source lands at DEST/its name when DEST is a directory, else at DEST;
         both are judged, since another command of the line can make or remove DEST. The
@@ -193,8 +193,8 @@ class CommandJudge:
                 if named and (os.path.isdir(base) or not os.path.lexists(base)):
                     prefixes.append(os.path.join(base, name))
                     # a tree that is no link now lands as one (not a link to go through)
-                    made = "link" if not tree else "tree" if _no_links([top], [cwd]) \
-                        else None  # (no tree: ln's link into DIR)
+                    made = ("link" if symbolic else None) if not tree else "tree" if \
+                        _no_links([top], [cwd]) else None  # (no tree: ln's link into DIR)
                     self._path(prefixes[1], "write", ctx, entry="entry", made=made)
                 elif named:  # not a directory now: it lands at DEST unless the line makes one
                     ctx.rely_tree(base, f"{dest} is not a directory now", since)
@@ -324,7 +324,9 @@ class CommandJudge:
         for w in links:  # judged as a write place; the command itself writes nothing there
             self._path(w, "write", ctx, made="exposed")
         deleted = {d for d, _ in mdl.deletes}
-        linked = "link" if mdl.transfer == "link" else None  # where it points is judged
+        # ln -s: where the new link points was judged (from its directory); a hard link of
+        # a symbolic link is that link, read from another directory: an entry like a rename
+        linked = "link" if mdl.transfer == "symlink" else None
         for e in mdl.entries:  # rm lnk, mv lnk x: the link itself, not its target
             gone = e in deleted
             self._path(e, "write", ctx, entry="entry" if gone else "made",
@@ -367,7 +369,7 @@ class CommandJudge:
         if mdl.copies:
             found += effects.copy_findings(mdl.copies, ctx.cwds, self.settings.max_delete_files)
         if mdl.lands:
-            self._landed(mdl.lands, ctx, since)
+            self._landed(mdl.lands, ctx, since, mdl.transfer == "symlink")
         if mdl.program == "git" and (mdl.git_dirs or ctx.cwds != [ctx.cwd] or (
                 ctx.cwd != ctx.given_roots[0] and ctx.cwd != ctx.roots[0])):
             for d in mdl.git_dirs:

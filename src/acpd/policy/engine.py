@@ -393,7 +393,10 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         for a write that acts on the entry itself (rm, mv, ln's new name), the directory it
         is in."""
         since = ctx.mark() if mode == "read" or redirect or ctx.mine is None else ctx.mine
-        follows = entry is None and made != "dir"
+        # Under the sandbox a path that goes through a link the line makes or moves reaches
+        # no denied file (masked), no git code (read-only) and nothing outside: only the
+        # directory a write is made in counts there.
+        follows = entry is None and made != "dir" and not ctx.sandboxed
         for cwd in ctx.cwds:
             joined = raw if raw.startswith("/") else os.path.join(cwd, raw)
             path = _rely_steps(joined, raw, ctx, since)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable
 
@@ -180,6 +181,11 @@ def _names_match(parts: list[str], names: list[str]) -> bool:
     return True
 
 
+_REPEATS = re.compile(r"\b(?:for|while|until|select|function|xargs|parallel|find|watch)\b"
+                      r"|\(\s*\)")
+"""What may run a simple command of the line more than once (a superset: a word in a
+quoted string counts too)."""
+
 MAX_STALE_CHECKS = 20_000
 """Comparisons of the line's writes with what its checks relied on, at most (about 1 µs
 each): past it the line asks (the check runs after the budget's)."""
@@ -207,13 +213,14 @@ class GlobRely:
         """The command copies, moves or links what the word names: a new plain file among
         the names lands under its name too (`echo x > e/pre-commit && mv e/* scripts/`)."""
 
-    def counts(self, k: int, kind: str) -> bool:
+    def counts(self, k: int, kind: str, repeats: bool = False) -> bool:
         """Does the line's write `k` of `kind` possibly add a name this glob expands to,
         that the judge did not see? A deletion or an empty directory never; a plain file or
         what is no link (a copied tree) only where the names are carried somewhere else."""
         if kind in ("dir", "gone") or (kind in ("file", "tree") and not self.moved):
             return False
-        return not self.since <= k < (self.since if self.until is None else self.until)
+        return repeats or not self.since <= k < (self.since if self.until is None else
+                                                 self.until)
 
 
 class Ctx:
@@ -221,9 +228,9 @@ class Ctx:
     per decision, on the hot path)."""
 
     __slots__ = ("anywhere", "cctx", "command", "commands", "cwd", "cwds", "functions",
-                 "given_roots", "globs", "home", "leaves", "line",
-                 "matched_only", "mine", "only_rule", "out", "path_rules", "relied", "relied_globs",
-                 "relied_trees", "resolved_roots", "rules_for", "sandboxed", "scope", "trust",
+                 "given_roots", "globs", "home", "leaves", "line", "matched_only", "mine",
+                 "only_rule", "out", "path_rules", "relied", "relied_globs", "relied_trees",
+                 "repeats", "resolved_roots", "rules_for", "sandboxed", "scope", "trust",
                  "write_commands", "writes", "written")
 
     def __init__(self, cwd: str, given_roots: tuple[str, ...], home: str, trust: Trust,
@@ -247,6 +254,9 @@ class Ctx:
         self.scope = contexts.Scope()
         self.line = line
         """The whole command line (the glob options it may set)."""
+        self.repeats = _REPEATS.search(line) is not None
+        """The line may run one simple command more than once (a loop, a function, xargs):
+        then no write is a command's own (its first run's write changes its second)."""
         self.globs: GlobState | None = None
         """This decision's pathname expansion, made on the first glob word."""
         self.resolved_roots: tuple[str, ...] | None = None
@@ -395,13 +405,13 @@ class Ctx:
         # copied tree is (reads of denied files and writes to git's code fail there; a new
         # HEAD in a copied tree does not).
         for path, why, _, _, below, command, _ in relied:
-            if any(c != command for c in self.anywhere) and (below or (
+            if any(c != command or self.repeats for c in self.anywhere) and (below or (
                     not self.sandboxed and not self._above_root(path))):
                 return "*", why
         if not self.sandboxed:
             for _, why, command in (*((g.pattern, g.why, g.command) for g in patterns),
                                        *self.leaves):
-                if any(c != command for c in self.anywhere):
+                if any(c != command or self.repeats for c in self.anywhere):
                     return "*", why
         tree_forms = [((tree, *_real(tree)), why, since, until) for tree, why, since, until, *_
                       in trees]
@@ -419,12 +429,12 @@ class Ctx:
                 # and `a/x` with a -> b is b/x: both spellings are compared
                 for form in (written,) if pattern else _spellings(written):
                     for names, why, since, until in tree_forms:
-                        if not since <= k < until and any(
+                        if not self._own(k, since, until, None) and any(
                                 _over(form, tree, kind, pattern, self.sandboxed, True)
                                 for tree in names):
                             return raw, why
                     for glob in patterns:
-                        if glob.counts(k, kind) and may_name(glob.pattern, form):
+                        if glob.counts(k, kind, self.repeats) and may_name(glob.pattern, form):
                             return raw, glob.why
                     if entries and kind in _LINKING:
                         if pattern:
@@ -435,24 +445,32 @@ class Ctx:
         if (made or globbed) and len(entries) * (64 + len(globbed)) + patterned * len(
                 made) > MAX_STALE_CHECKS:
             return "*", "too many writes to check against the directories above"
-        commands = self.write_commands
         for path, why, since, until, _, command, leaf in entries if made or globbed else ():
             for probe in _probes(path):  # the place or a directory above, made a link?
                 for k in made.get(probe, ()):
-                    if since <= k < until or commands[k] == command:
+                    if self._own(k, since, until, command):
                         continue  # the relying command's own
                     if leaf and probe == path and self.writes[k][1] == "link":
                         continue  # ln's own link: where it points was judged (read, write)
                     return self.writes[k][0], why
                 for k, written in globbed:
-                    if not (since <= k < until or commands[k] == command) and \
+                    if not self._own(k, since, until, command) and \
                             fnmatch.fnmatchcase(probe, written):
                         return self.writes[k][0], why
                 if any(c in probe for c in "*?["):  # a glob that matched nothing: a pattern
                     for form, ks in made.items():
-                        if may_name(probe, form) and any(not since <= k < until for k in ks):
+                        if may_name(probe, form) and any(
+                                not self._own(k, since, until, command) for k in ks):
                             return self.writes[ks[0]][0], why
         return None
+
+    def _own(self, k: int, since: int, until: int, command: int | None) -> bool:
+        """Is the line's write `k` the relying command's own (in its span, or by the same
+        simple command)? Never when the line may run a command twice."""
+        if self.repeats:
+            return False
+        return since <= k < until or (command is not None and
+                                      self.write_commands[k] == command)
 
     def _above_root(self, path: str) -> bool:
         """Is `path` a workspace root or a directory above one (never replaced by what a

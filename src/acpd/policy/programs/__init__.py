@@ -122,7 +122,7 @@ def _positionals(prog: Program, parsed: Parsed, m: Model) -> None:
 
 def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Model) -> None:
     """cp / mv / ln: sources, and a destination that may be a directory."""
-    m.transfer = kind
+    m.transfer = "symlink" if kind == "link" and parsed.has("-s", "--symbolic") else kind
     targets = [v for opt, v in parsed.options if "wdir" in opt.roles and v is not None]
     # mv and ln replace a destination that is not a directory as an entry (a link there is
     # replaced, not written through); -T / -n say so even for a directory.

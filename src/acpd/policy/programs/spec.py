@@ -54,8 +54,8 @@ class Model:
         writes may be a link, not a regular file (commands.py FILE_MAKERS)."""
         self.unknown: list[str] = []
         self.transfer: str | None = None
-        """"copy", "move" or "link" (cp, mv, ln and their kind): the operands are carried
-        to the destination under their names."""
+        """"copy", "move", "link" or "symlink" (cp, mv, ln, ln -s): the operands are
+        carried to the destination under their names."""
         self.reads: list[str] = []
         self.writes: list[str] = []
         self.entries: list[str] = []
