@@ -472,6 +472,10 @@ def test_a_hard_link_of_a_symbolic_link_is_not_ln_s(default: CompiledPolicy, rep
     "ln -s gd g3; for f in g3 evil/config; do cp -d $f zz; done",
     "ln -s gd g3 && for p in 'g3 zz' 'evil/config zz'; do cp -P $p; done",
     "ln -s gd g3 && while read f; do cp -P $f zz; done <<< 'g3'",
+    # the loop spelled so that the line's text does not show it (red-team 14e)
+    "ln -s gd g3 && bash -c 'f'or' f in g3 evil/config; do cp -P $f zz; done'",
+    "ln -s gd g3 && eval 'f'or' f in g3 evil/config; do cp -P $f zz; done'",
+    "ln -s gd g3 && sh -c $'\\x66or f in g3 evil/config; do cp -P $f zz; done'",
 ])
 def test_a_command_a_loop_runs_twice_is_not_its_own_writer(default: CompiledPolicy,
                                                            repo_dirs: Path, home: Path,

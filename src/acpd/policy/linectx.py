@@ -181,7 +181,7 @@ def _names_match(parts: list[str], names: list[str]) -> bool:
     return True
 
 
-_REPEATS = re.compile(r"\b(?:for|while|until|select|function|xargs|parallel|find|watch)\b"
+REPEATS = re.compile(r"\b(?:for|while|until|select|function|xargs|parallel|find|watch)\b"
                       r"|\(\s*\)")
 """What may run a simple command of the line more than once (a superset: a word in a
 quoted string counts too)."""
@@ -254,9 +254,11 @@ class Ctx:
         self.scope = contexts.Scope()
         self.line = line
         """The whole command line (the glob options it may set)."""
-        self.repeats = _REPEATS.search(line) is not None
+        self.repeats = REPEATS.search(line) is not None
         """The line may run one simple command more than once (a loop, a function, xargs):
-        then no write is a command's own (its first run's write changes its second)."""
+        then no write is a command's own (its first run's write changes its second). Each
+        text judged (a payload after quote removal: `bash -c 'f'or' ...'`) is looked at too
+        (engine `_source`)."""
         self.globs: GlobState | None = None
         """This decision's pathname expansion, made on the first glob word."""
         self.resolved_roots: tuple[str, ...] | None = None
