@@ -495,3 +495,17 @@ def test_the_loop_attack_is_real(repo_dirs: Path, home: Path) -> None:
 def test_lines_through_new_links_run_under_the_sandbox(default: CompiledPolicy, ws: Path,
                                                        home: Path, cmd: str) -> None:
     assert judge(default, ws, home, cmd, sandboxed=True)[0] == "allow", cmd
+
+
+def test_a_chain_as_long_as_the_kernel_follows_is_walked_whole(default: CompiledPolicy,
+                                                               repo_dirs: Path,
+                                                               home: Path) -> None:
+    """`_steps` follows as many links as the kernel does (40): a link replaced at the far
+    end of a 39-link chain is still seen; a longer chain fails in the kernel (ELOOP)."""
+    (repo_dirs / "t").mkdir()
+    (repo_dirs / "c38").symlink_to("t")
+    for k in range(37, -1, -1):
+        (repo_dirs / f"c{k}").symlink_to(f"c{k + 1}")
+    cmd = "ln -sfn gd c38 && printf x >> c0/config"
+    assert "allow" not in unsandboxed(default, repo_dirs, home, cmd)
+    assert gd_config_written(repo_dirs, home, cmd)  # 39 links: the kernel follows them

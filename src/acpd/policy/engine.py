@@ -310,12 +310,10 @@ class CompiledPolicy(CommandJudge, VariableJudge):
                     ctx.cwds.append(new)
 
     def _simple(self, cmd: parse_mod.SimpleCommand, env: Env, ctx: Ctx, depth: int) -> None:
-        outer = ctx.enter_command()
-        opened = ctx.open_globs()
+        outer = ctx.enter_command()  # its writes are its own (linectx `_own`)
         try:
             self._simple_command(cmd, env, ctx, depth)
         finally:
-            ctx.close_globs(opened)  # the globs it expanded: its own writes are its own
             ctx.leave_command(outer)
 
     def _simple_command(self, cmd: parse_mod.SimpleCommand, env: Env, ctx: Ctx,
@@ -406,9 +404,7 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             if follows:  # what it is now, and every directory above (linectx `_probes`)
                 how = "read" if mode == "read" else "written"
                 ctx.rely_tree(path, f"{raw} is {how} where it points now", since, below=False,
-                              leaf=True)
-                if mode != "read":
-                    ctx.rely_leaf(path, f"{raw} is written where it points now")
+                              leaf=True)  # (a checkout may put a link there: at the top too)
                 _rely_link(path, raw, ctx, since)
             elif mode != "read":  # the entry itself (a link made, removed, renamed)
                 parent = os.path.dirname(path)

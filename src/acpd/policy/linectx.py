@@ -197,30 +197,23 @@ class GlobRely:
     """A glob word expanded on disk as it is now: stale when another command of the line
     makes an entry the pattern may name (bash expands it when the command runs)."""
 
-    __slots__ = ("command", "moved", "pattern", "since", "until", "why")
+    __slots__ = ("command", "moved", "pattern", "why")
 
-    def __init__(self, pattern: str, why: str, since: int, command: int) -> None:
+    def __init__(self, pattern: str, why: str, command: int) -> None:
         self.command = command
-        """The simple command that expands it (`Ctx.command`)."""
+        """The simple command that expands it (`Ctx.command`): its own writes do not count."""
         self.pattern = pattern
         """Absolute, as written (its `..` kept: `l?/..` goes up from what `l?` names)."""
         self.why = why
-        self.since = since
-        self.until: int | None = None
-        """The end of the span of the line's writes that are the expanding command's own
-        (`close_globs` sets it once the command is judged; None before: none are)."""
         self.moved = False
         """The command copies, moves or links what the word names: a new plain file among
         the names lands under its name too (`echo x > e/pre-commit && mv e/* scripts/`)."""
 
-    def counts(self, k: int, kind: str, repeats: bool = False) -> bool:
-        """Does the line's write `k` of `kind` possibly add a name this glob expands to,
-        that the judge did not see? A deletion or an empty directory never; a plain file or
-        what is no link (a copied tree) only where the names are carried somewhere else."""
-        if kind in ("dir", "gone") or (kind in ("file", "tree") and not self.moved):
-            return False
-        return repeats or not self.since <= k < (self.since if self.until is None else
-                                                 self.until)
+    def counts(self, kind: str) -> bool:
+        """Can a write of `kind` add a name this glob expands to, that the judge did not
+        see? A deletion or an empty directory never; a plain file or what is no link (a
+        copied tree) only where the names are carried somewhere else."""
+        return kind not in ("dir", "gone") and (self.moved or kind not in ("file", "tree"))
 
 
 class Ctx:
@@ -228,7 +221,7 @@ class Ctx:
     per decision, on the hot path)."""
 
     __slots__ = ("anywhere", "cctx", "command", "commands", "cwd", "cwds", "functions",
-                 "given_roots", "globs", "home", "leaves", "line", "matched_only", "mine",
+                 "given_roots", "globs", "home", "line", "matched_only", "mine",
                  "only_rule", "out", "path_rules", "relied", "relied_globs", "relied_trees",
                  "repeats", "resolved_roots", "rules_for", "sandboxed", "scope", "trust",
                  "write_commands", "writes", "written")
@@ -276,16 +269,11 @@ class Ctx:
         self.commands = 0
         self.anywhere: list[int] = []
         """The simple commands that write names the judge does not see (`wrote_anything`)."""
-        self.leaves: list[tuple[str, str, int]] = []
-        """(path, what relied on it, the relying simple command): written paths that follow
-        a link at their last component (a redirect), judged where it points now: stale when
-        another command may put a link there unseen (a checkout), at the top too."""
         self.relied_trees: list[Rely] | None = None
+        """Trees a check listed on disk, and places a path's judgement took as they are now:
+        directories a path goes up (`..`) from or is written in, the place itself (`Rely`)."""
         self.write_commands: list[int] = []
         """The simple command of each of `writes` (`Ctx.command`): a command's own."""
-        """(absolute path, what relied on it, the span of `writes` that are the relying
-        command's own, whether what is below it counts, the relying simple command): trees
-        a check listed on disk, directories a path goes up (`..`) from or is written in."""
         self.relied_globs: list[GlobRely] | None = None
         """Glob words the judge expanded on disk as it is now (`glob_alternatives`)."""
 
@@ -324,25 +312,12 @@ class Ctx:
         """A glob word was expanded on disk as it is now (`pattern`: absolute, as written)."""
         if self.relied_globs is None:
             self.relied_globs = []
-        since = self.mark()
-        self.relied_globs.append(GlobRely(pattern, why, since, self.command))
-
-    def open_globs(self) -> int:
-        return len(self.relied_globs) if self.relied_globs is not None else 0
-
-    def close_globs(self, opened: int) -> None:
-        """The simple command whose glob words were relied on since `opened` is judged: its
-        writes so far are its own."""
-        if self.relied_globs is not None:
-            until = self.mark()
-            for rely in self.relied_globs[opened:]:
-                if rely.until is None:
-                    rely.until = until
+        self.relied_globs.append(GlobRely(pattern, why, self.command))
 
     def globs_moved(self) -> None:
         """The command being judged copies, moves or links its operands (`GlobRely.moved`)."""
         for rely in self.relied_globs or ():
-            if rely.until is None:
+            if rely.command == self.command:
                 rely.moved = True
 
     def mark(self) -> int:
@@ -360,9 +335,6 @@ class Ctx:
             self.relied_trees = []
         self.relied_trees.append((path, why, since, self.mark(), below, self.command, leaf))
 
-    def rely_leaf(self, path: str, why: str) -> None:
-        self.leaves.append((path, why, self.command))
-
     def rely(self, names: Iterable[str], why: str) -> None:
         """A check judged by these files as they are now (`.gitignore`, `rust-toolchain`)."""
         if self.relied is None:
@@ -376,7 +348,7 @@ class Ctx:
         or a background job can run the writer first."""
         if not self.written:
             return None
-        if self.relied_trees or self.relied_globs or self.leaves:
+        if self.relied_trees or self.relied_globs:
             stale = self._stale_tree()
             if stale is not None:
                 return stale
@@ -411,10 +383,9 @@ class Ctx:
                     not self.sandboxed and not self._above_root(path))):
                 return "*", why
         if not self.sandboxed:
-            for _, why, command in (*((g.pattern, g.why, g.command) for g in patterns),
-                                       *self.leaves):
-                if any(c != command or self.repeats for c in self.anywhere):
-                    return "*", why
+            for glob in patterns:
+                if any(c != glob.command or self.repeats for c in self.anywhere):
+                    return "*", glob.why
         tree_forms = [((tree, *_real(tree)), why, since, until) for tree, why, since, until, *_
                       in trees]
         made: dict[str, list[int]] = {}
@@ -431,12 +402,13 @@ class Ctx:
                 # and `a/x` with a -> b is b/x: both spellings are compared
                 for form in (written,) if pattern else _spellings(written):
                     for names, why, since, until in tree_forms:
-                        if not self._own(k, since, until, None) and any(
+                        if not self._own(k, None, since, until) and any(
                                 _over(form, tree, kind, pattern, self.sandboxed, True)
                                 for tree in names):
                             return raw, why
                     for glob in patterns:
-                        if glob.counts(k, kind, self.repeats) and may_name(glob.pattern, form):
+                        if glob.counts(kind) and not self._own(k, glob.command) and \
+                                may_name(glob.pattern, form):
                             return raw, glob.why
                     if entries and kind in _LINKING:
                         if pattern:
@@ -450,25 +422,25 @@ class Ctx:
         for path, why, since, until, _, command, leaf in entries if made or globbed else ():
             for probe in _probes(path):  # the place or a directory above, made a link?
                 for k in made.get(probe, ()):
-                    if self._own(k, since, until, command):
+                    if self._own(k, command, since, until):
                         continue  # the relying command's own
                     if leaf and probe == path and self.writes[k][1] == "link":
                         continue  # ln's own link: where it points was judged (read, write)
                     return self.writes[k][0], why
                 for k, written in globbed:
-                    if not self._own(k, since, until, command) and \
+                    if not self._own(k, command, since, until) and \
                             fnmatch.fnmatchcase(probe, written):
                         return self.writes[k][0], why
                 if any(c in probe for c in "*?["):  # a glob that matched nothing: a pattern
                     for form, ks in made.items():
                         if may_name(probe, form) and any(
-                                not self._own(k, since, until, command) for k in ks):
+                                not self._own(k, command, since, until) for k in ks):
                             return self.writes[ks[0]][0], why
         return None
 
-    def _own(self, k: int, since: int, until: int, command: int | None) -> bool:
-        """Is the line's write `k` the relying command's own (in its span, or by the same
-        simple command)? Never when the line may run a command twice."""
+    def _own(self, k: int, command: int | None, since: int = 0, until: int = 0) -> bool:
+        """Is the line's write `k` the relying command's own (by the same simple command, or
+        in the span of writes it made)? Never when the line may run a command twice."""
         if self.repeats:
             return False
         return since <= k < until or (command is not None and
