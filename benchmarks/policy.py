@@ -16,6 +16,11 @@ pipelines, 64 KiB of `;`, ...), each judged once; the worst time must stay withi
 budget (`[policy] budget_ms`, 50 ms), past which the decision is ask. The budget counts the
 judging thread's CPU time less the garbage collector's (budget.py); the figure is reported
 that way, and with the collector's time in.
+Compiled judge: where scripts/build_native.py built the policy modules with mypyc for exactly
+these sources (./scripts/test does), the figures above are the compiled judge's, and the pure
+modules are measured in the same run, in a second process (ACPD_NATIVE=0), as the baseline
+(ratio compiled/pure); the phases are then the pure modules' (a compiled call cannot be
+wrapped by a timer).
 Phases: the corpus judged again cold with a timer around each phase (parse, word values,
 variables, paths, rules, argument specs, disk effects, wrappers; "other" is the walk and the
 decision's set-up), the median over the decisions of each.
@@ -31,6 +36,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,7 +48,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from acpd.policy import effects, parse, programs, rulematch  # noqa: E402
+from acpd.policy import _native, effects, parse, programs, rulematch  # noqa: E402
 from acpd.policy.cli import corpus_workspace  # noqa: E402
 from acpd.policy.engine import compile_policy  # noqa: E402
 from acpd.policy.fastparse import parse_simple  # noqa: E402
@@ -64,7 +70,7 @@ def empty_memos() -> None:
     option globs, protected paths. What is derived from the loaded policy alone (compiled
     rules and patterns, lookup tables) is built once per policy and kept."""
     parse.clear_memo()
-    programs._model.cache_clear()
+    programs.models._model.cache_clear()
     rulematch._option_glob.cache_clear()
     effects.protected_paths.cache_clear()
 
@@ -335,12 +341,33 @@ async def bench_raw(n: int) -> list[float]:
     return latencies
 
 
+def _pure_run(rounds: int) -> dict[str, dict[str, float]]:
+    """The decision and phase figures of the pure modules (ACPD_NATIVE=0), in a second process:
+    one process cannot import both builds of a module."""
+    done = subprocess.run([sys.executable, __file__, "--json-decisions", "--rounds", str(rounds)],
+                          env={**os.environ, "ACPD_NATIVE": "0"}, capture_output=True, text=True,
+                          check=True)
+    result: dict[str, dict[str, float]] = json.loads(done.stdout)
+    return result
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--reloads", type=int, default=40)
+    ap.add_argument("--json-decisions", action="store_true",
+                    help="print only the decision and phase figures, as JSON (the pure baseline)")
     args = ap.parse_args()
+    if args.json_decisions:
+        print(json.dumps({"dec": bench_decisions(args.rounds),
+                          "phases": bench_phases(max(1, args.rounds // 4))}))
+        return 0
     print(f"machine load (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    compiled = _native.compiled()
+    print("judge: " + ("compiled (mypyc: scripts/build_native.py, which ./scripts/test runs; "
+                       "the pure modules are measured below as the baseline)" if compiled else
+                       "pure Python (no compiled build of these sources in this environment: "
+                       "scripts/build_native.py makes one)"))
     dec = bench_decisions(args.rounds)
     for label, what in (("cold", "no memo: every memo emptied before each decision"),
                         ("cold_cpu", "no memo, CPU time of the judging thread"),
@@ -356,8 +383,18 @@ def main() -> int:
           f"{dec['parse_median_us']:.1f} µs; judge/parse ratio cold "
           f"{dec['cold_median_us'] / dec['parse_median_us']:.1f}x, warm "
           f"{dec['warm_median_us'] / dec['parse_median_us']:.1f}x")
-    phases = bench_phases(max(1, args.rounds // 4))
-    print(f"where a cold decision's time goes (the corpus again with each phase timed; median "
+    if compiled:
+        pure = _pure_run(args.rounds)
+        pdec, phases = pure["dec"], pure["phases"]
+        print(f"baseline, the pure modules in the same run (ACPD_NATIVE=0, a second process): "
+              f"cold median {pdec['cold_median_us']:.1f} µs, p99 {pdec['cold_p99_us']:.1f} µs; "
+              f"warm median {pdec['warm_median_us']:.1f} µs; compiled/pure ratio cold "
+              f"{dec['cold_median_us'] / pdec['cold_median_us']:.2f}, warm "
+              f"{dec['warm_median_us'] / pdec['warm_median_us']:.2f}")
+    else:
+        phases = bench_phases(max(1, args.rounds // 4))
+    print(f"where a cold decision's time goes (the corpus again with each phase timed"
+          f"{', pure modules: compiled calls cannot be wrapped' if compiled else ''}; median "
           f"µs a decision; total {phases.pop('total'):.1f} µs with the timers): "
           + ", ".join(f"{label} {us:.1f}" for label, us in
                       sorted(phases.items(), key=lambda kv: -kv[1])))

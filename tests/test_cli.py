@@ -119,6 +119,10 @@ def test_doctor_healthy(tmp_path: Path) -> None:
     assert "negotiated per connection" in out and "local bash in its own process group" in out
     assert "healthy" in out
     assert "sk-must-not-be-printed" not in out
+    from acpd.policy import _native
+
+    built = _native.manifest_matches(_native.native_root())
+    assert ("policy judge compiled" if built else "policy judge in pure Python") in out
 
 
 def test_doctor_names_the_env_var_not_the_key(tmp_path: Path) -> None:

@@ -198,22 +198,34 @@ def test_a_long_line_pauses_the_collector_only_while_it_is_judged(
     from acpd.policy import budget
 
     long = "ls; " * (budget.GC_PAUSE_CHARS // 2)
-    seen: list[bool] = []
-    original = parse.parse
+    shorter = "ls; " * (budget.GC_PAUSE_CHARS // 4 - 1)  # just under the pause
 
-    def spy(source: str) -> parse.Script:
-        seen.append(gc.isenabled())
-        return original(source)
+    def collections_while_judging(line: str) -> int:
+        """Collections that start while the line is judged, with one due at nearly every
+        allocation. (Observed through the collector, not by wrapping a judge function: the
+        compiled judge's calls cannot be wrapped.)"""
+        count = [0]
 
-    parse.parse = spy  # type: ignore[assignment]
-    parse.clear_memo()
-    try:
-        assert gc.isenabled()
-        reference.judge(long, cwd=workspace, roots=(workspace,))
-        reference.judge("ls", cwd=workspace, roots=(workspace,))
-    finally:
-        parse.parse = original  # type: ignore[assignment]
-    assert seen == [False, True]
+        def clock(phase: str, _info: dict[str, int]) -> None:
+            if phase == "start" and budget.active():
+                count[0] += 1
+
+        threshold = gc.get_threshold()
+        gc.set_threshold(1)
+        gc.callbacks.append(clock)
+        try:
+            parse.clear_memo()
+            reference.judge(line, cwd=workspace, roots=(workspace,))
+        finally:
+            gc.callbacks.remove(clock)
+            gc.set_threshold(*threshold)
+        return count[0]
+
+    assert gc.isenabled()
+    # (the few allocations between the budget's start and the pause, and after it, may each
+    # start one; the judging itself, thousands of allocations, none)
+    assert collections_while_judging(long) <= 4
+    assert collections_while_judging(shorter) > 100
     assert gc.isenabled()
     threads = [threading.Thread(target=reference.judge, args=(long,),
                                 kwargs={"cwd": workspace, "roots": (workspace,)})

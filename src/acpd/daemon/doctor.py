@@ -213,6 +213,12 @@ def check_versions(report: Report) -> None:
 
     loop = "uvloop" if loop_options().get("use_uvloop") else "asyncio (standard library)"
     report.info("event loop", loop)
+    from acpd.policy import _native
+
+    report.info("judge", "policy judge compiled (mypyc, built for these sources)"
+                if _native.compiled()
+                else "policy judge in pure Python (scripts/build_native.py compiles it: "
+                "decisions about twice as fast)")
 
 
 def check_sandbox(report: Report) -> None:

@@ -14,11 +14,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from acpd.policy import _native
+
 if TYPE_CHECKING:
     from acpd.policy.decision import Decision, Verdict
     from acpd.policy.engine import CompiledPolicy, compile_policy
     from acpd.policy.reload import PolicyHandle, ReloadReport
     from acpd.policy.rules import Policy, PolicyError, load_base
+
+_native.activate(__path__)  # the compiled judge, when it is exactly these sources (_native.py)
 
 __all__ = ["CompiledPolicy", "Decision", "Policy", "PolicyError", "PolicyHandle",
            "ReloadReport", "Verdict", "compile_policy", "load_base"]

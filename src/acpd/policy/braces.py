@@ -160,7 +160,7 @@ def _count(chars: Chars, lo: int, hi: int, depth: int) -> int:
             seq = _sequence_at(chars, opened + 1, closed)
             if seq is None and closed + 1 >= hi:
                 break  # the rest is one literal word
-            made = 1 if seq is None else len(seq)
+            made = 1 if seq is None else seq.size()
         total = min(total * made, WORDS_CAP)
         lo = closed + 1
     return total
@@ -222,13 +222,15 @@ class _Sequence(NamedTuple):
     width: int
     letters: bool
 
-    def __len__(self) -> int:
+    def size(self) -> int:
+        """How many words it makes. (Not `__len__`: compiled, `len()` of a NamedTuple is
+        its field count, whatever the class says.)"""
         return abs(self.last - self.first) // self.step + 1
 
     def words(self, limit: int) -> list[str]:
         """All its words, or only the two ends when there are more than `limit`."""
         ends = (self.first, self.last)
-        if len(self) > limit:
+        if self.size() > limit:
             values: Iterable[int] = ends
         else:
             down = self.last < self.first
@@ -259,6 +261,6 @@ def _parse_sequence(inner: str) -> _Sequence | None:
 def _sequence_length(inner: str) -> int | None:
     """How many words `{inner}` makes as a sequence expression, or None when it is not one."""
     seq = _parse_sequence(inner)
-    return None if seq is None else len(seq)
+    return None if seq is None else seq.size()
 
 

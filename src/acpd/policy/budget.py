@@ -40,13 +40,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from acpd.policy.threadstate import BudgetSlot
+
 CHECKED_SHARE = 0.6
 
-class _Local(threading.local):
-    budget: _Budget | None = None
-
-
-_local = _Local()
+_local = BudgetSlot()
 _thread_time = time.thread_time
 _perf_counter = time.perf_counter
 

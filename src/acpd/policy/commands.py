@@ -20,6 +20,8 @@ import re
 import shutil
 from typing import TYPE_CHECKING
 
+from mypy_extensions import trait
+
 from acpd.policy import budget as budget_mod
 from acpd.policy import effects, gitdirs, gitobjects, programs, renames, treescan
 from acpd.policy.argspec import Scan, path_args, scan
@@ -54,6 +56,7 @@ what a file holds or its mode: a write of theirs below a tree a line copies chan
 content or adds a file, never a directory or a link (linectx `_over`)."""
 
 
+@trait  # a mixin of CompiledPolicy: compiled (mypyc), a class of two bases needs it
 class CommandJudge:
     """Judging one argv; the attributes are set by `CompiledPolicy.__init__`."""
 
@@ -89,7 +92,7 @@ class CommandJudge:
         base = name.rpartition("/")[2] if "/" in name else name
         if ("*" in base or "?" in base or "[" in base) and GLOB.search(base):
             out.add("ask", "command.glob", f"the command name {name!r} is a glob")
-            for cand in sorted(self.command_names | BLOCKED_BUILTINS.keys() | SHELLS):
+            for cand in sorted({*self.command_names, *BLOCKED_BUILTINS, *SHELLS}):
                 if fnmatch.fnmatchcase(cand, base):
                     self._command([cand, *argv[1:]], ctx, depth)
             return

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -51,6 +50,7 @@ from acpd.policy.decision import Verdict
 from acpd.policy.programs.git_history import _form as git_form
 from acpd.policy.programs.git_index import MAGIC, may_reach
 from acpd.policy.sandbox import PathRules, _join, _normpath, decision_links, resolve
+from acpd.policy.threadstate import LineState
 from acpd.policy.treescan import SCAN_LIMIT, name_filter, tree_facts
 
 if TYPE_CHECKING:
@@ -255,20 +255,10 @@ they unpack lands in their own trees, and a build after them is the common case.
 _DECOMPRESSORS = frozenset({"gzip", "bzip2", "xz", "lzma", "zstd", "pigz", "lzip", "lzop"})
 
 
-class _Line(threading.local):
-    decision: object | None = None
-    calls: int = 0
-    creators: dict[int, str] | None = None
-    readers: dict[int, str] | None = None
-    told: bool = False
-    pending_read: bool = False
-    """A path was read since the last command was recorded (its redirects and arguments)."""
+_line = LineState()
 
 
-_line = _Line()
-
-
-def _state() -> _Line | None:
+def _state() -> LineState | None:
     """This decision's record (keyed to its file-system memo, which lives exactly as long as
     the decision); None outside a decision."""
     current = decision_links()

@@ -27,22 +27,15 @@ Rules:
 from __future__ import annotations
 
 import os
-import threading
 from typing import NamedTuple
 
 from acpd.policy.decision import Verdict
 from acpd.policy.githooks import HOOKS, Uncertain, hooks_and_includes
 from acpd.policy.programs.git_index import Unreadable, find_repository
 from acpd.policy.sandbox import decision_links, inside
+from acpd.policy.threadstate import HookMemo
 
-
-class _Memo(threading.local):
-    owner: object | None = None
-    dirs: dict[str, Found | str] | None = None
-    links: dict[str, dict[str, str]] | None = None
-
-
-_memo = _Memo()
+_memo = HookMemo()
 
 
 def hooks_write(lexical: str, real: str, raw: str, roots: tuple[str, ...], *,

@@ -12,7 +12,6 @@ import fnmatch
 import os
 import re
 import stat
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -20,6 +19,7 @@ from functools import lru_cache
 from acpd.pathglob import glob_regex
 from acpd.policy.decision import Verdict
 from acpd.policy.gitdirs import git_dir_write
+from acpd.policy.threadstate import DecisionScope
 from acpd.policy.words import DYN
 
 _DEV_FD = re.compile(r"/dev/fd/\d+")
@@ -288,11 +288,7 @@ class _Decision:
         self.links: dict[tuple[int, int], object] = {}
 
 
-class _Scope(threading.local):
-    current: _Decision | None = None
-
-
-_scope = _Scope()
+_scope = DecisionScope()
 
 
 def open_decision() -> _Decision | None:

@@ -5,6 +5,8 @@ contexts (`_eval`), assignments and the builtins that assign (`_builtin`). A mix
 
 from __future__ import annotations
 
+from mypy_extensions import trait
+
 from acpd.policy import budget as budget_mod
 from acpd.policy import contexts
 from acpd.policy import parse as parse_mod
@@ -15,6 +17,7 @@ from acpd.policy.words import DYN, Env, expand, expand_segments, simple_value
 _SCOPE_NAMES = frozenset({"command", "builtin", *contexts.ASSIGNERS})
 
 
+@trait  # a mixin of CompiledPolicy: compiled (mypyc), a class of two bases needs it
 class VariableJudge:
     """The variable side of judging a line; `blocked_env` is set by `CompiledPolicy`."""
 
