@@ -13,6 +13,9 @@ from acpd.policy.rules import load_base
 
 EXACT_BUDGET_MS = 10_000.0
 """Large, so that machine speed never turns a verdict into over-budget ask in one run only."""
+HOSTILE_BUDGET_MS = 2_000.0
+"""For hostile inputs: most are decided within it; one that is not (in either process) is not
+compared (a faster judge may finish what the slower one could not)."""
 
 
 def main() -> None:
@@ -28,7 +31,8 @@ def main() -> None:
                     d = policy.judge(cmd, cwd=ws, roots=(ws,), home=home, trust=trust,
                                      sandboxed=sandboxed, budget_ms=EXACT_BUDGET_MS)
                     exact.append(d.to_json())
-    hostile = [policies["default"].judge(cmd, cwd=ws, roots=(ws,), home=home).to_json()
+    hostile = [policies["default"].judge(cmd, cwd=ws, roots=(ws,), home=home,
+                                         budget_ms=HOSTILE_BUDGET_MS).to_json()
                for cmd in job["hostile"]]
     json.dump({"compiled": _native.compiled(), "exact": exact, "hostile": hostile}, sys.stdout)
 

@@ -21,11 +21,11 @@ from acpd.policy.decision import Decision, Findings, Verdict
 from acpd.policy.expansion import MAX_WORDS, brace_words
 from acpd.policy.gitobjects import read_finding as store_read
 from acpd.policy.linectx import (
-    REPEATS,
     Ctx,
     combos,
     glob_alternatives,
     input_in_payload,
+    may_repeat,
     recursive,
     variants,
 )
@@ -241,7 +241,7 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             out.add("deny", "input.too-many-nodes", "command too complex to judge")
             return
         budget_mod.note_words(brace_words(script, ctx.home))
-        if not ctx.repeats and (script.functions or script.for_vars or REPEATS.search(source)):
+        if not ctx.repeats and (script.functions or script.for_vars or may_repeat(source)):
             ctx.repeats = True  # a payload's loop: `bash -c 'f'or' ...'` reads as one
         if script.has_error:
             verdict: Verdict = "deny" if ctx.trust == "untrusted" else self.settings.parse_error

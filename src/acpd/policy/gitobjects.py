@@ -255,23 +255,37 @@ they unpack lands in their own trees, and a build after them is the common case.
 _DECOMPRESSORS = frozenset({"gzip", "bzip2", "xz", "lzma", "zstd", "pigz", "lzip", "lzop"})
 
 
+class LineRecord:
+    """What the commands of the line being judged did to git's objects (one per decision)."""
+
+    __slots__ = ("calls", "creators", "decision", "pending_read", "readers", "told")
+
+    def __init__(self, decision: object) -> None:
+        self.decision = decision
+        self.calls = 0
+        self.creators: dict[int, str] = {}
+        self.readers: dict[int, str] = {}
+        self.told = False
+        self.pending_read = False
+        """A path was read since the last command was recorded (its redirects and
+        arguments)."""
+
+
 _line = LineState()
 
 
-def _state() -> LineState | None:
+def _state() -> LineRecord | None:
     """This decision's record (keyed to its file-system memo, which lives exactly as long as
-    the decision); None outside a decision."""
+    the decision); None outside a decision. (The thread-local slot is read once a call: a
+    read of it costs as much as a small function.)"""
     current = decision_links()
     if current is None:
         return None
-    if _line.decision is not current:
-        _line.decision = current
-        _line.calls = 0
-        _line.creators = {}
-        _line.readers = {}
-        _line.told = False
-        _line.pending_read = False
-    return _line
+    record = _line.record
+    if record is None or record.decision is not current:
+        record = LineRecord(current)
+        _line.record = record
+    return record
 
 
 def creates_unseen(program: str, args: list[str]) -> str | None:
@@ -338,7 +352,7 @@ def line_finding(program: str, args: list[str], walks: bool, globbed: bool,
     called only then: a line that names no path never resolves its roots). `made`: what
     the command creates unseen (`creates_unseen`), worked out once by the caller."""
     state = _state()
-    if state is None or state.creators is None or state.readers is None:
+    if state is None:
         return None
     state.calls += 1
     me = state.calls

@@ -185,6 +185,14 @@ REPEATS = re.compile(r"\b(?:for|while|until|select|function|xargs|parallel|find|
                       r"|\(\s*\)")
 """What may run a simple command of the line more than once (a superset: a word in a
 quoted string counts too)."""
+_REPEAT_HINTS = ("for", "while", "until", "select", "function", "xargs", "parallel", "find",
+                 "watch", "(")
+
+
+def may_repeat(text: str) -> bool:
+    """`REPEATS.search(text)`, without the search (a regex tried at every position) when no
+    text it can match is there at all: the common case."""
+    return any(hint in text for hint in _REPEAT_HINTS) and REPEATS.search(text) is not None
 
 MAX_STALE_CHECKS = 20_000
 """Comparisons of the line's writes with what its checks relied on, at most (about 1 µs
@@ -247,7 +255,7 @@ class Ctx:
         self.scope = contexts.Scope()
         self.line = line
         """The whole command line (the glob options it may set)."""
-        self.repeats = REPEATS.search(line) is not None
+        self.repeats = may_repeat(line)
         """The line may run one simple command more than once (a loop, a function, xargs):
         then no write is a command's own (its first run's write changes its second). Each
         text judged (a payload after quote removal: `bash -c 'f'or' ...'`) is looked at too

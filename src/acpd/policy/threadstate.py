@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from acpd.policy.budget import _Budget
+    from acpd.policy.gitobjects import LineRecord
     from acpd.policy.hookdirs import Found
     from acpd.policy.sandbox import _Decision
 
@@ -38,10 +39,4 @@ class HookMemo(threading.local):
 class LineState(threading.local):
     """gitobjects.py: what the commands of the line being judged did to git's objects."""
 
-    decision: object | None = None
-    calls: int = 0
-    creators: dict[int, str] | None = None
-    readers: dict[int, str] | None = None
-    told: bool = False
-    pending_read: bool = False
-    """A path was read since the last command was recorded (its redirects and arguments)."""
+    record: LineRecord | None = None

@@ -119,12 +119,18 @@ class Model:
         self.findings.append((verdict, rule_id, reason))
 
 
-@dataclass(frozen=True, slots=True)
 class Parsed:
-    options: tuple[tuple[Opt, str | None], ...]
-    positionals: tuple[str, ...]
-    extra: tuple[tuple[Opt, str], ...] = ()
-    """The second value of three-valued options (`--arg NAME VALUE`)."""
+    """An argv read against a program's options. (A plain class, not a dataclass: one is made
+    per command judged, and a compiled dataclass still builds itself in interpreted code.)"""
+
+    __slots__ = ("extra", "options", "positionals")
+
+    def __init__(self, options: tuple[tuple[Opt, str | None], ...],
+                 positionals: tuple[str, ...], extra: tuple[tuple[Opt, str], ...] = ()) -> None:
+        self.options = options
+        self.positionals = positionals
+        self.extra = extra
+        """The second value of three-valued options (`--arg NAME VALUE`)."""
 
     def has(self, *names: str) -> bool:
         return any(opt.name in names for opt, _ in self.options)
