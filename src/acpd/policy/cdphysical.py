@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 
+from acpd.policy import pathtext
+
 
 def cd_operands(args: list[str]) -> tuple[list[str], bool]:
     """(the operands of `cd ARGS`, is it physical)."""
@@ -38,5 +40,5 @@ def cd_operands(args: list[str]) -> tuple[list[str], bool]:
 
 def cd_destination(base: str, target: str, physical: bool) -> str:
     """The directory `cd [-P] TARGET` run in `base` moves to."""
-    joined = os.path.join(base, target)
+    joined = pathtext.join(base, target)
     return os.path.realpath(joined) if physical else os.path.normpath(joined)

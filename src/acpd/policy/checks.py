@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from acpd.policy import pathtext
 from acpd.policy.argspec import scan, spec_for
 from acpd.policy.sandbox import inside, resolve
 from acpd.policy.words import DYN
@@ -38,7 +39,7 @@ def script_in_workspace(name: str, args: list[str], ctx: CheckContext) -> bool:
     if i >= len(args) or args[i] in ("-", DYN) or DYN in args[i]:
         return False
     path = args[i]
-    full = os.path.normpath(path if path.startswith("/") else os.path.join(ctx.cwd, path))
+    full = os.path.normpath(path if path.startswith("/") else pathtext.join(ctx.cwd, path))
     if "\x00" in full:  # no file has that name (and realpath would raise)
         return False
     real = resolve(full)
@@ -200,7 +201,7 @@ def git_destructive(name: str, args: list[str], ctx: CheckContext) -> bool:
             return True
         if any(o in ("-b", "--orphan") or o.startswith("-b") for o in opts):
             return False
-        return any(p == "." or os.path.lexists(os.path.join(ctx.cwd, p)) for p in pos)
+        return any(p == "." or os.path.lexists(pathtext.join(ctx.cwd, p)) for p in pos)
     if sub == "reset":
         return any(option_is(o, ("--hard", "--merge", "--keep")) for o in opts)
     if sub == "gc":

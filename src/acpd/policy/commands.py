@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from mypy_extensions import trait
 
 from acpd.policy import budget as budget_mod
-from acpd.policy import effects, gitdirs, gitobjects, programs, renames, treescan
+from acpd.policy import effects, gitdirs, gitobjects, pathtext, programs, renames, treescan
 from acpd.policy.argspec import Scan, path_args, scan
 from acpd.policy.blocklist import BLOCKED_BUILTINS, SHELLS
 from acpd.policy.cdphysical import cd_destination, cd_operands
@@ -98,7 +98,7 @@ class CommandJudge:
             return
         cap_allow = False
         if "/" in name:
-            full = os.path.normpath(name if name.startswith("/") else os.path.join(ctx.cwd, name))
+            full = os.path.normpath(name if name.startswith("/") else pathtext.join(ctx.cwd, name))
             if "\x00" in full:  # `$'\0'`: no program has that path (and realpath would raise)
                 out.add("deny", "command.nul", f"the command path {name!r} holds a NUL byte")
                 return
@@ -106,7 +106,7 @@ class CommandJudge:
             if inside(full, ctx.roots) and inside(real, ctx.roots):
                 self._workspace_script(name, ctx)
                 return
-            if os.path.dirname(full) not in SYSTEM_BIN:
+            if pathtext.dirname(full) not in SYSTEM_BIN:
                 cap_allow = True
                 out.add("ask", "command.path", f"{name} is not a system program")
         entry = self.table.get(base)
@@ -188,13 +188,13 @@ class CommandJudge:
         what git runs (hookdirs: a hooks directory, a hook's link target, a config
         include)."""
         for source, dest, into, tree in lands:
-            name = os.path.basename(source.rstrip("/"))  # as written: `src/.` is its files
+            name = pathtext.basename(source.rstrip("/"))  # as written: `src/.` is its files
             named = into and name not in ("", ".", "..")
             for cwd in ctx.cwds:
                 top, base = _physical(source, cwd), _physical(dest, cwd)
                 prefixes = [base]
                 if named and (os.path.isdir(base) or not os.path.lexists(base)):
-                    prefixes.append(os.path.join(base, name))
+                    prefixes.append(pathtext.join(base, name))
                     # a tree that is no link now lands as one (not a link to go through)
                     made = ("link" if symbolic else None) if not tree else "tree" if \
                         _no_links([top], [cwd]) else None  # (no tree: ln's link into DIR)
@@ -232,7 +232,7 @@ class CommandJudge:
                 ctx.out.add("ask", "path.git-head", f"{source} holds {rel}: a file named HEAD, "
                             "with objects/ and refs/ beside it, makes its directory a git "
                             "directory, whose config git obeys")
-            landed = os.path.join(prefix, rel)
+            landed = pathtext.join(prefix, rel)
             linked = rel in names.links
             if "/" not in rel or leaf in gitdirs.CODE_FILES or leaf in gitdirs.CODE_DIRS or \
                     ctx.paths.write_filter.may_match(landed, ctx.roots):
@@ -243,7 +243,7 @@ class CommandJudge:
                 real_prefix = resolve(prefix)
             # a link lands as an entry made there (or, copied with -L, as a tree the
             # listing did not enter): a directory above a hook's place swaps it
-            hit = hooks_write(landed, os.path.join(real_prefix, rel), landed, ctx.roots,
+            hit = hooks_write(landed, pathtext.join(real_prefix, rel), landed, ctx.roots,
                               entry=linked)
             if hit is not None:
                 ctx.out.add(*hit)
@@ -410,7 +410,7 @@ class CommandJudge:
         for cwd in ctx.cwds or [ctx.cwd]:
             where = cwd
             for d in dirs:
-                where = os.path.normpath(os.path.join(where, d))
+                where = os.path.normpath(pathtext.join(where, d))
             reason = hooks_that_run(sub, rest, where, ctx.home, in_tree)
             if reason is not None:
                 ctx.out.add("ask", "git.hooks", reason)
@@ -492,7 +492,7 @@ def _links(mdl: programs.Model, ctx: _Ctx) -> list[str]:
     if not mdl.link_dirs:
         return mdl.links
     return [*mdl.links, *(t for d, t in mdl.link_dirs
-                          if any(os.path.isdir(os.path.join(c, d)) for c in ctx.cwds))]
+                          if any(os.path.isdir(pathtext.join(c, d)) for c in ctx.cwds))]
 
 
 def _physical(raw: str, cwd: str) -> str:
@@ -509,7 +509,7 @@ def _no_links(paths: list[str], cwds: list[str]) -> bool:
         if any(c in raw for c in "*?[") or DYN in raw:
             return False
         for cwd in cwds:
-            path = raw if raw.startswith("/") else os.path.join(cwd, raw)
+            path = raw if raw.startswith("/") else pathtext.join(cwd, raw)
             if os.path.islink(path.rstrip("/") or "/"):
                 return False
     return True

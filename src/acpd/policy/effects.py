@@ -20,6 +20,7 @@ import os
 from collections.abc import Iterable
 from functools import lru_cache
 
+from acpd.policy import pathtext
 from acpd.policy.decision import Verdict
 from acpd.policy.sandbox import PathRules, _normpath, entry_real, inside, resolve
 from acpd.policy.treescan import Ignored, denied_in_tree, foreign_repository, tree_facts
@@ -29,7 +30,7 @@ _GLOB_CHARS = ("*", "?", "[")
 
 
 def absolute(raw: str, cwd: str) -> str:
-    """`os.path.normpath(os.path.join(cwd, raw))` (cwd absolute), without the work for a
+    """`os.path.normpath(pathtext.join(cwd, raw))` (cwd absolute), without the work for a
     path that is already normal."""
     path = raw if raw.startswith("/") else (cwd + raw if cwd.endswith("/") else
                                              f"{cwd}/{raw}")
@@ -168,7 +169,7 @@ def copy_findings(copies: Iterable[str], cwds: list[str], limit: int) -> list[Fi
     for raw in copies:
         for cwd in cwds:
             path = _scan_root(raw, cwd)
-            if os.path.basename(path) == ".git":
+            if pathtext.basename(path) == ".git":
                 found.append(("ask", "git.create-repository", f"copying {raw} copies a "
                               "git directory"))
                 continue

@@ -12,7 +12,7 @@ import os
 import re
 
 from acpd.policy import budget as budget_mod
-from acpd.policy import contexts
+from acpd.policy import contexts, pathtext
 from acpd.policy import parse as parse_mod
 from acpd.policy.blocklist import word_findings
 from acpd.policy.cdphysical import cd_destination, cd_operands
@@ -399,7 +399,7 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         # directory a write is made in counts there.
         follows = entry is None and made != "dir" and not ctx.sandboxed
         for cwd in ctx.cwds:
-            joined = raw if raw.startswith("/") else os.path.join(cwd, raw)
+            joined = raw if raw.startswith("/") else pathtext.join(cwd, raw)
             path = _rely_steps(joined, raw, ctx, since)
             if follows:  # what it is now, and every directory above (linectx `_probes`)
                 how = "read" if mode == "read" else "written"
@@ -407,7 +407,7 @@ class CompiledPolicy(CommandJudge, VariableJudge):
                               leaf=True)  # (a checkout may put a link there: at the top too)
                 _rely_link(path, raw, ctx, since)
             elif mode != "read":  # the entry itself (a link made, removed, renamed)
-                parent = os.path.dirname(path)
+                parent = pathtext.dirname(path)
                 ctx.rely_tree(parent, f"{raw} is written through {parent} as it is now",
                               since, below=False)
 
@@ -488,10 +488,10 @@ def _rely_link(path: str, raw: str, ctx: Ctx, since: int) -> None:
             target = os.readlink(path)
         except (OSError, ValueError):
             return  # not a link (or missing): nothing more is followed
-        joined = target if target.startswith("/") else os.path.join(os.path.dirname(path),
+        joined = target if target.startswith("/") else pathtext.join(pathtext.dirname(path),
                                                                      target)
         path = _rely_steps(joined, raw, ctx, since)
-        parent = os.path.dirname(path)
+        parent = pathtext.dirname(path)
         ctx.rely_tree(parent, f"{raw} is a link through {parent} as it is now", since,
                       below=False)
 

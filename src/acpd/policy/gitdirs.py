@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 
+from acpd.policy import pathtext
 from acpd.policy.decision import Verdict
 
 CODE_FILES = frozenset({"config", "config.worktree", "commondir", "gitdir"})
@@ -39,7 +40,7 @@ def git_dir_write(lexical: str, real: str, raw: str) -> tuple[Verdict, str, str]
     """A finding when writing `lexical` (real path `real`) changes git's code or makes a
     git directory."""
     for form in dict.fromkeys((lexical, real)):
-        if os.path.basename(form) == "HEAD":
+        if pathtext.basename(form) == "HEAD":
             return ("ask", "path.git-head", f"write of {raw}: a file named HEAD, with objects/ "
                     "and refs/ beside it, makes its directory a git directory, whose config "
                     "and hooks git then obeys and runs")
@@ -69,9 +70,9 @@ def is_git_directory(path: str) -> bool:
     """What git's discovery accepts (setup.c `is_git_directory`), read now and looser (any
     `HEAD`, entries of any type): a `HEAD`, and `objects` with `refs`, or a `commondir`
     naming where they are."""
-    if not os.path.lexists(os.path.join(path, "HEAD")):
+    if not os.path.lexists(pathtext.join(path, "HEAD")):
         return False
-    if os.path.lexists(os.path.join(path, "commondir")):
+    if os.path.lexists(pathtext.join(path, "commondir")):
         return True
-    return os.path.lexists(os.path.join(path, "objects")) and \
-        os.path.lexists(os.path.join(path, "refs"))
+    return os.path.lexists(pathtext.join(path, "objects")) and \
+        os.path.lexists(pathtext.join(path, "refs"))

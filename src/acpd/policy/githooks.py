@@ -32,6 +32,7 @@ import os
 import stat
 from collections.abc import Iterator
 
+from acpd.policy import pathtext
 from acpd.policy.programs.git_index import Unreadable, find_repository
 from acpd.policy.words import DYN
 
@@ -148,12 +149,12 @@ def hooks_and_includes(top: str, git_dir: str, home: str) -> tuple[list[str], li
     the common directory in `commondir`: git takes the config and the hooks from there, and
     `config.worktree` from the admin directory. Raises Uncertain."""
     common = common_dir(git_dir) or git_dir
-    configs = [os.path.join(common, "config"), os.path.join(git_dir, "config.worktree"),
-               os.path.join(home, ".gitconfig"),
-               os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"),
+    configs = [pathtext.join(common, "config"), pathtext.join(git_dir, "config.worktree"),
+               pathtext.join(home, ".gitconfig"),
+               pathtext.join(os.environ.get("XDG_CONFIG_HOME") or pathtext.join(home, ".config"),
                             "git", "config"),
                SYSTEM_CONFIG]
-    dirs = [os.path.join(common, "hooks")]
+    dirs = [pathtext.join(common, "hooks")]
     includes: list[str] = []
     for config in configs:
         for kind, value in _hooks_paths(config, home, 0):
@@ -162,8 +163,8 @@ def hooks_and_includes(top: str, git_dir: str, home: str) -> tuple[list[str], li
                 continue
             if DYN in value:
                 raise Uncertain("core.hooksPath is not known before running")
-            expanded = os.path.join(home, value[2:]) if value.startswith("~/") else value
-            dirs.append(os.path.normpath(os.path.join(top, expanded)))
+            expanded = pathtext.join(home, value[2:]) if value.startswith("~/") else value
+            dirs.append(os.path.normpath(pathtext.join(top, expanded)))
     return dirs, includes
 
 
@@ -171,7 +172,7 @@ def common_dir(git_dir: str) -> str | None:
     """The directory `git_dir/commondir` names (a linked worktree's admin directory), or
     None without one. Raises Uncertain when it cannot be read or is not a path."""
     try:
-        with open(os.path.join(git_dir, "commondir"), "rb") as handle:
+        with open(pathtext.join(git_dir, "commondir"), "rb") as handle:
             text = handle.read(4097)
     except (FileNotFoundError, NotADirectoryError):
         return None
@@ -180,7 +181,7 @@ def common_dir(git_dir: str) -> str | None:
     value = text.decode("utf-8", "surrogateescape").strip()
     if not value or len(text) > 4096:
         raise Uncertain(f"{git_dir}/commondir is not a path")
-    return os.path.normpath(os.path.join(git_dir, value))
+    return os.path.normpath(pathtext.join(git_dir, value))
 
 
 def _hooks_paths(path: str, home: str, depth: int) -> Iterator[tuple[str, str]]:
@@ -195,8 +196,8 @@ def _hooks_paths(path: str, home: str, depth: int) -> Iterator[tuple[str, str]]:
         if section == "core" and key == "hookspath":
             yield "hooks", value
         elif key == "path" and (section == "include" or section.startswith("includeif")):
-            included = os.path.join(home, value[2:]) if value.startswith("~/") else value
-            included = os.path.normpath(os.path.join(os.path.dirname(path), included))
+            included = pathtext.join(home, value[2:]) if value.startswith("~/") else value
+            included = os.path.normpath(pathtext.join(pathtext.dirname(path), included))
             yield "include", included
             yield from _hooks_paths(included, home, depth + 1)
 
@@ -336,7 +337,7 @@ def _existing_hook(directory: str, names: frozenset[str],
         except OSError as exc:
             raise Uncertain(f"cannot list {directory}: {exc.strerror}") from exc
     for name in candidates:
-        path = os.path.join(directory, name)
+        path = pathtext.join(directory, name)
         try:
             st = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):

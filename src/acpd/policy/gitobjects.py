@@ -46,6 +46,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from acpd.policy import pathtext
 from acpd.policy.decision import Verdict
 from acpd.policy.programs.git_history import _form as git_form
 from acpd.policy.programs.git_index import MAGIC, may_reach
@@ -92,23 +93,23 @@ def store_place(path: str) -> tuple[str, str] | None:
         return None
     if (_LOOSE.fullmatch(name) and len(comps) > 1 and _FANOUT.fullmatch(comps[-2])) or \
             _PACK.fullmatch(name):
-        return os.path.dirname(path), MAGIC
+        return pathtext.dirname(path), MAGIC
     folded = low.split("/") if "objects" in low else []
     if "objects" in folded:
         k = len(folded) - 1 - folded[::-1].index("objects")
         git_dir = "/".join(comps[:k]) or "/"
-        if os.path.isfile(os.path.join(git_dir, "HEAD")) or \
-                os.path.isdir(os.path.join("/".join(comps[: k + 1]), "pack")):
+        if os.path.isfile(pathtext.join(git_dir, "HEAD")) or \
+                os.path.isdir(pathtext.join("/".join(comps[: k + 1]), "pack")):
             return git_dir, MAGIC
     return None
 
 
 def git_dir_itself(path: str) -> bool:
     """`path` is a git directory (read as a tree it holds the object store)."""
-    if os.path.basename(path) == ".git":
+    if pathtext.basename(path) == ".git":
         return os.path.isdir(path)
-    return os.path.isfile(os.path.join(path, "HEAD")) and os.path.isdir(
-        os.path.join(path, "objects"))
+    return os.path.isfile(pathtext.join(path, "HEAD")) and os.path.isdir(
+        pathtext.join(path, "objects"))
 
 
 def applies(top: str, rules: PathRules) -> str | None:
@@ -224,14 +225,14 @@ def _entered_git(start: str, hidden: bool,
             return form, None
     if not hidden:
         return None
-    if callable(skipped) and skipped(os.path.join(start, ".git"), True):
+    if callable(skipped) and skipped(pathtext.join(start, ".git"), True):
         return None
     facts = tree_facts(start, SCAN_LIMIT)
     if facts is None or facts.git is None:
         return None
-    if callable(skipped) and skipped(os.path.join(facts.git, "objects", "00", "0" * 38), False):
+    if callable(skipped) and skipped(pathtext.join(facts.git, "objects", "00", "0" * 38), False):
         return None  # (a search's --include never names an object file)
-    return facts.git, os.path.dirname(facts.git)
+    return facts.git, pathtext.dirname(facts.git)
 
 
 # -- B: files a line creates before it reads them -------------------------------------------

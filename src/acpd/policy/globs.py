@@ -27,6 +27,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from acpd.policy import pathtext
 from acpd.policy.budget import check
 
 MAX_MATCHES = 256
@@ -110,7 +111,7 @@ def _matches(word: str, cwd: str, state: GlobState) -> list[str]:
         nxt: list[tuple[str, str]] = []
         if not has_glob(comp):
             name = _unescape(comp)
-            nxt = [(_join(shown, name), os.path.join(real, name)) for shown, real in current]
+            nxt = [(_join(shown, name), pathtext.join(real, name)) for shown, real in current]
         elif comp == "**" and state.globstar:
             for shown, real in current:
                 nxt.extend(_recursive(shown, real, state, dirs_only=not last))
@@ -123,7 +124,7 @@ def _matches(word: str, cwd: str, state: GlobState) -> list[str]:
                         continue
                     if not last and not is_dir:
                         continue
-                    nxt.append((_join(shown, name), os.path.join(real, name)))
+                    nxt.append((_join(shown, name), pathtext.join(real, name)))
                     if len(nxt) > MAX_MATCHES:
                         raise TooWide
         current = nxt
@@ -173,7 +174,7 @@ def _recursive(shown: str, real: str, state: GlobState,
         for name, is_dir in _entries(r, state):
             if name in (".", "..") or (name.startswith(".") and not state.dotglob):
                 continue
-            child = (_join(s, name), os.path.join(r, name))
+            child = (_join(s, name), pathtext.join(r, name))
             if is_dir and not os.path.islink(child[1]):
                 stack.append(child)
             if is_dir or not dirs_only:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
+from acpd.policy import pathtext
 from acpd.policy.decision import Verdict
 from acpd.policy.githooks import HOOKS, Uncertain, hooks_and_includes
 from acpd.policy.programs.git_index import Unreadable, find_repository
@@ -48,7 +49,7 @@ def hooks_write(lexical: str, real: str, raw: str, roots: tuple[str, ...], *,
     forms = [p for p in dict.fromkeys((lexical, real)) if inside(p, roots) is not None]
     if not forms:
         return None
-    starts = dict.fromkeys([*(os.path.dirname(p) for p in forms), *roots])
+    starts = dict.fromkeys([*(pathtext.dirname(p) for p in forms), *roots])
     for start in starts:
         found = _dirs(start)
         if isinstance(found, str):
@@ -112,7 +113,7 @@ def _lands(path: str, top: str, hooks: str) -> bool:
     if not (path == hooks or path.startswith(hooks.rstrip("/") + "/")):
         return False
     if top == hooks or top.startswith(hooks.rstrip("/") + "/"):
-        return os.path.dirname(path) == hooks and os.path.basename(path) in HOOKS
+        return pathtext.dirname(path) == hooks and pathtext.basename(path) in HOOKS
     return True
 
 

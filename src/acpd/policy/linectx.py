@@ -11,7 +11,7 @@ import stat
 from collections.abc import Callable, Iterable
 
 from acpd.policy import budget as budget_mod
-from acpd.policy import contexts, globs
+from acpd.policy import contexts, globs, pathtext
 from acpd.policy.checks import CheckContext
 from acpd.policy.decision import Findings
 from acpd.policy.globs import GlobState
@@ -49,12 +49,12 @@ def _over(written: str, tree: str, kind: str, pattern: bool, sandboxed: bool,
         literal = written[:min(written.find(c) % (len(written) + 1) for c in "*?[")]
         if literal.startswith(top):
             return below and (not sandboxed or fnmatch.fnmatchcase(
-                "HEAD", os.path.basename(written)))
+                "HEAD", pathtext.basename(written)))
         probe = tree
         while kind != "file":
             if fnmatch.fnmatchcase(probe, written):
                 return True
-            parent = os.path.dirname(probe)
+            parent = pathtext.dirname(probe)
             if parent == probe:
                 break
             probe = parent
@@ -63,7 +63,7 @@ def _over(written: str, tree: str, kind: str, pattern: bool, sandboxed: bool,
         if not below or (kind != "entry" and os.path.isfile(written)
                          and not os.path.islink(written)):
             return False
-        return not sandboxed or os.path.basename(written) == "HEAD"
+        return not sandboxed or pathtext.basename(written) == "HEAD"
     return kind != "file" and (written == tree or tree.startswith(written.rstrip("/") + "/"))
 
 
@@ -101,9 +101,9 @@ def _steps(path: str) -> tuple[list[str], str]:
         if part == ".":
             continue
         if part == "..":
-            cur = os.path.dirname(cur)
+            cur = pathtext.dirname(cur)
             continue
-        nxt = os.path.join(cur, part)
+        nxt = pathtext.join(cur, part)
         try:
             found = os.lstat(nxt)
         except (OSError, ValueError):
@@ -145,7 +145,7 @@ def _probes(path: str) -> dict[str, None]:
         probe = start
         while probe not in out:
             out[probe] = None
-            parent = os.path.dirname(probe)
+            parent = pathtext.dirname(probe)
             if parent == probe:
                 break
             probe = parent
@@ -404,7 +404,7 @@ class Ctx:
                 continue
             pattern = any(c in raw for c in "*?[")
             for cwd in cwds:
-                joined = os.path.join(cwd, raw)
+                joined = pathtext.join(cwd, raw)
                 # `l/../x` with l a link now is where the kernel takes it (sandbox.physical)
                 written = physical(joined) if has_parent_step(raw) else os.path.normpath(joined)
                 # and `a/x` with a -> b is b/x: both spellings are compared

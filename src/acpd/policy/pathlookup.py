@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import stat
 
+from acpd.policy import pathtext
 from acpd.policy.sandbox import PathRules, inside
 
 BASH_BUILTINS = frozenset({
@@ -69,7 +70,7 @@ def shadow_finding(name: str, rules: PathRules, path_var: str | None = None) -> 
             return (f"{name} is looked up on PATH through {shown}, a directory the command can "
                     "write: it may run a file the line put there; the workspace is not trusted")
         try:
-            st = os.stat(os.path.join(entry, name))
+            st = os.stat(pathtext.join(entry, name))
         except (OSError, ValueError):
             continue
         if stat.S_ISREG(st.st_mode) and st.st_mode & 0o111:

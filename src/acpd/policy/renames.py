@@ -18,7 +18,7 @@ Limits: `install`, `rsync` and `git mv` have no allow rule in the default policy
 
 from __future__ import annotations
 
-import os
+from acpd.policy import pathtext
 
 PROGRAMS = frozenset({"mv", "cp", "ln"})
 _VALUE_SHORTS = frozenset("St")
@@ -67,6 +67,6 @@ def exposed(program: str, args: list[str], sources: list[str],
     if backup or (exchange and program == "mv"):
         for dest in dests:
             out.append(dest)
-            out.extend(os.path.join(dest, os.path.basename(s.rstrip("/")) or s)
+            out.extend(pathtext.join(dest, pathtext.basename(s.rstrip("/")) or s)
                        for s in sources)
     return list(dict.fromkeys(out))

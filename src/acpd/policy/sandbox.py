@@ -423,7 +423,7 @@ _DOT_COMPONENT = re.compile(r"/\.\.?(?:/|$)")
 
 
 def _join(cwd: str, raw: str) -> str:
-    """os.path.join(cwd, raw) for a relative, non-empty raw."""
+    """pathtext.join(cwd, raw) for a relative, non-empty raw."""
     return cwd + raw if not cwd or cwd.endswith("/") else cwd + "/" + raw
 
 

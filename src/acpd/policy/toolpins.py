@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 
+from acpd.policy import pathtext
 from acpd.policy.sandbox import inside
 
 MAX_UP = 64
@@ -56,7 +57,7 @@ def pin_finding(program: str, cwds: list[str], roots: tuple[str, ...]) -> str | 
                 break
             seen.add(cur)
             for name in names:
-                pin = os.path.join(cur, name)
+                pin = pathtext.join(cur, name)
                 try:
                     os.stat(pin)
                 except (FileNotFoundError, NotADirectoryError):
@@ -65,7 +66,7 @@ def pin_finding(program: str, cwds: list[str], roots: tuple[str, ...]) -> str | 
                     pass  # cannot tell: counts as present
                 return (f"{program} may run the toolchain {pin} names (a version manager "
                         "proxy); the workspace is not trusted")
-            parent = os.path.dirname(cur)
+            parent = pathtext.dirname(cur)
             if parent == cur:
                 break
             cur = parent

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from acpd.pathglob import glob_regex
+from acpd.policy import pathtext
 from acpd.policy.gitdirs import is_git_directory
 from acpd.policy.sandbox import PathRules, inside, matches
 from acpd.readcap import read_upto
@@ -195,15 +196,15 @@ def reincluded(path: str) -> frozenset[str] | None:
     `path` and every directory above it (rg reads parents' ignore files), the repository's
     `info/exclude` and the user's global excludes files."""
     home = os.path.expanduser("~")
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    files = [os.path.join(xdg, "git", "ignore"), *_excludes_files(home)]
+    xdg = os.environ.get("XDG_CONFIG_HOME") or pathtext.join(home, ".config")
+    files = [pathtext.join(xdg, "git", "ignore"), *_excludes_files(home)]
     cur = path
     while True:
-        files += [os.path.join(cur, n) for n in IGNORE_FILES]
-        git = os.path.join(cur, ".git")
+        files += [pathtext.join(cur, n) for n in IGNORE_FILES]
+        git = pathtext.join(cur, ".git")
         if os.path.isdir(git):
-            files.append(os.path.join(git, "info", "exclude"))
-        parent = os.path.dirname(cur)
+            files.append(pathtext.join(git, "info", "exclude"))
+        parent = pathtext.dirname(cur)
         if parent == cur:
             break
         cur = parent
@@ -221,14 +222,14 @@ def _excludes_files(home: str) -> list[str]:
     from acpd.policy.githooks import config_entries
 
     try:
-        with open(os.path.join(home, ".gitconfig"), "rb") as fh:
+        with open(pathtext.join(home, ".gitconfig"), "rb") as fh:
             text = read_upto(fh, MAX_GITIGNORE).decode("utf-8", "replace")
     except OSError:
         return []
     found = []
     for section, _key, value in config_entries(text, frozenset({"excludesfile"})):
         if section == "core":
-            found.append(os.path.join(home, value[2:]) if value.startswith("~/") else value)
+            found.append(pathtext.join(home, value[2:]) if value.startswith("~/") else value)
     return found
 
 
@@ -321,10 +322,10 @@ def gitignore_matcher(path: str, roots: tuple[str, ...]) -> Ignored | None:
     root = inside(path, roots)
     if root is None or not _in_repository(root):
         return None
-    if any(os.path.lexists(os.path.join(root, n)) for n in IGNORE_FILES[1:]):
+    if any(os.path.lexists(pathtext.join(root, n)) for n in IGNORE_FILES[1:]):
         return None
     try:
-        with open(os.path.join(root, ".gitignore"), "rb") as fh:
+        with open(pathtext.join(root, ".gitignore"), "rb") as fh:
             data = read_upto(fh, MAX_GITIGNORE)
     except OSError:
         return None
@@ -380,9 +381,9 @@ def _in_repository(root: str) -> bool:
     """A `.git` (directory or file) at `root` or above it."""
     cur = root
     while True:
-        if os.path.lexists(os.path.join(cur, ".git")):
+        if os.path.lexists(pathtext.join(cur, ".git")):
             return True
-        parent = os.path.dirname(cur)
+        parent = pathtext.dirname(cur)
         if parent == cur:
             return False
         cur = parent
@@ -397,7 +398,7 @@ def _gitignore_check(base: str, any_re: re.Pattern[str] | None, anch_re: re.Patt
         known = own.get(directory)
         if known is None:
             known = own[directory] = any(
-                os.path.lexists(os.path.join(directory, n)) for n in IGNORE_FILES)
+                os.path.lexists(pathtext.join(directory, n)) for n in IGNORE_FILES)
         return known
 
     def ignored(entry: str, is_dir: bool) -> bool:
@@ -480,10 +481,10 @@ def foreign_repository(path: str, roots: tuple[str, ...]) -> str | None:
         return path
     cur = path
     while cur != root and len(cur) > len(root):
-        marker = os.path.join(cur, ".git")
+        marker = pathtext.join(cur, ".git")
         if os.path.lexists(marker):
             return marker
         if is_git_directory(cur):
             return cur
-        cur = os.path.dirname(cur)
+        cur = pathtext.dirname(cur)
     return None

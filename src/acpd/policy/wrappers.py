@@ -9,10 +9,10 @@ cannot be found is at least ask.
 
 from __future__ import annotations
 
-import os
 import shlex
 from dataclasses import dataclass, field
 
+from acpd.policy import pathtext
 from acpd.policy.argspec import scan
 from acpd.policy.blocklist import SHELLS
 from acpd.policy.decision import Verdict
@@ -231,7 +231,7 @@ def unwrap(argv: list[str]) -> Resolution:
         argv = res.argv
         if not argv:
             return res
-        name = os.path.basename(argv[0]) if argv[0] != DYN else DYN
+        name = pathtext.basename(argv[0]) if argv[0] != DYN else DYN
         args = argv[1:]
         inner: list[str] | None
         if name in _TABLES and name not in ("xargs", "parallel", "flock", "watch"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from acpd.policy import pathtext
 from acpd.policy.argspec import path_args
 from acpd.policy.parse import parse
 from acpd.policy.text import strip_line_continuations
@@ -47,7 +48,7 @@ class WritePlan:
         if raw is None or not raw or any(c in raw for c in "*?["):
             self.dynamic = True
             return
-        path = os.path.normpath(os.path.join(cwd, raw))
+        path = os.path.normpath(pathtext.join(cwd, raw))
         if path not in self.targets and not path.startswith("/dev/"):
             self.targets.append(path)
 
@@ -88,7 +89,7 @@ def _collect(source: str, cwd: str, home: str, plan: WritePlan, depth: int) -> N
         if not words or words[0] is None:
             continue
         argv = [w if w is not None else "\0" for w in words]
-        if os.path.basename(argv[0]) in CD_COMMANDS:
+        if pathtext.basename(argv[0]) in CD_COMMANDS:
             continue
         res = unwrap(argv)
         moved = _moved(argv, res.argv)
@@ -103,7 +104,7 @@ def _collect(source: str, cwd: str, home: str, plan: WritePlan, depth: int) -> N
                 plan.add(target, where)
         if not res.argv:
             continue
-        name = os.path.basename(res.argv[0])
+        name = pathtext.basename(res.argv[0])
         written = path_args(name, res.argv[1:]).writes
         if name in WRITE_INDICATORS or written:
             plan.writes = True
@@ -141,7 +142,7 @@ class _Dirs:
         """Apply `argv` when it changes directory."""
         while len(argv) > 1 and argv[0] in ("builtin", "command"):
             argv = argv[1:]  # `builtin cd sub` is `cd sub`
-        name = os.path.basename(argv[0])
+        name = pathtext.basename(argv[0])
         if name in SAME_SHELL_CODE:
             # `eval 'cd sub'`, `source env.sh`: code run in this very shell may move it.
             if name != "eval" or any(w in CD_COMMANDS for a in argv[1:] for w in a.split()):
@@ -162,7 +163,7 @@ class _Dirs:
             self.unknown = True  # OLDPWD, the stack, a variable, CDPATH: not from the text
             return
         self._pushed = self._pushed or name == "pushd"
-        moved = [os.path.normpath(os.path.join(d, target)) for d in self.now]
+        moved = [os.path.normpath(pathtext.join(d, target)) for d in self.now]
         self.now = list(dict.fromkeys([*self.now, *moved]))
         if len(self.now) > MAX_DIRS:
             self.unknown = True

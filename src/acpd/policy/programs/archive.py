@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import tarfile
 
+from acpd.policy import pathtext
 from acpd.policy.words import DYN
 
 MAX_BYTES = 8 << 20
@@ -81,7 +82,7 @@ def judge_members(args: list[str], cwd: str, roots: tuple[str, ...]) -> tuple[bo
     if ext is None:
         return False, False
     archives, dirs, absolute = ext
-    bases = [os.path.normpath(os.path.join(cwd, d)) for d in dirs if DYN not in d]
+    bases = [os.path.normpath(pathtext.join(cwd, d)) for d in dirs if DYN not in d]
     if len(bases) != len(dirs):
         return False, True
     bases.append(cwd)
@@ -90,7 +91,7 @@ def judge_members(args: list[str], cwd: str, roots: tuple[str, ...]) -> tuple[bo
         return True, True
     ask = absolute or not archives
     for archive in archives:
-        members = _members(os.path.join(cwd, archive))
+        members = _members(pathtext.join(cwd, archive))
         if members is None:
             ask = True
             continue
@@ -102,7 +103,7 @@ def judge_members(args: list[str], cwd: str, roots: tuple[str, ...]) -> tuple[bo
             if ".git" in parts:
                 return True, True
             for base in bases:
-                target = os.path.realpath(os.path.join(base, name))
+                target = os.path.realpath(pathtext.join(base, name))
                 if _is_git(target):
                     return True, True
                 if not _inside(target, real_roots):

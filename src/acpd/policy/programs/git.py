@@ -10,8 +10,7 @@ engine, which asks when they name a repository that is not the workspace's own.
 
 from __future__ import annotations
 
-import os
-
+from acpd.policy import pathtext
 from acpd.policy.programs.spec import Model, Parsed, Program, apply_roles, parse_argv, program
 
 _H = " help"
@@ -229,9 +228,9 @@ def _relative_to_c(model: Model) -> None:
         return
     where = ""
     for d in model.git_dirs:
-        where = os.path.join(where, d)
-    model.reads[:] = [os.path.join(where, p) for p in model.reads]
-    model.trees[:] = [p if p == WHOLE_TREE else os.path.join(where, p) for p in model.trees]
+        where = pathtext.join(where, d)
+    model.reads[:] = [pathtext.join(where, p) for p in model.reads]
+    model.trees[:] = [p if p == WHOLE_TREE else pathtext.join(where, p) for p in model.trees]
 
 
 def _sub_paths(sub: str, parsed: Parsed, model: Model) -> None:

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from acpd.policy import pathtext
 from acpd.policy.decision import Verdict
 from acpd.policy.programs.git import GLOBAL, STASH_SUB, SUB
 from acpd.policy.programs.git_index import (
@@ -138,7 +139,7 @@ def git_content(args: list[str], cwds: list[str], rules: PathRules) -> GitConten
     for cwd in cwds:
         where = cwd
         for d in form.dirs:
-            where = os.path.normpath(os.path.join(where, d))
+            where = os.path.normpath(pathtext.join(where, d))
         if DYN in where:
             continue
         _judge(form, where, rules, out)
@@ -170,7 +171,7 @@ def _judge(form: _Form, where: str, rules: PathRules, out: GitContent) -> None:
     elif sub == "cat-file":
         judge.cat_file()
     elif sub == "annotate":
-        judge.out.reads.extend(os.path.join(where, p) for p in _plain_positionals(form))
+        judge.out.reads.extend(pathtext.join(where, p) for p in _plain_positionals(form))
     elif sub in QUIET_SUBS:
         judge.quiet()
     else:
@@ -235,7 +236,7 @@ class _Judge:
             return "rev"  # a commit found by its message (or the top of the tree)
         if object_colon(arg) >= 0:
             return "object"
-        if os.path.lexists(os.path.join(self.where, arg)) or GLOB.search(arg):
+        if os.path.lexists(pathtext.join(self.where, arg)) or GLOB.search(arg):
             return "path"
         return "rev"
 
@@ -260,10 +261,10 @@ class _Judge:
         """A path inside a tree: relative to the top of the work tree, or to where git runs
         when it starts with ./ or ../ (both forms are judged when the top is not known)."""
         if path.startswith(("./", "../")) or path in (".", ".."):
-            return [os.path.normpath(os.path.join(self.where, path))]
+            return [os.path.normpath(pathtext.join(self.where, path))]
         repo = self.repo()
         tops = [repo.top] if repo is not None else [self.where]
-        return [os.path.normpath(os.path.join(top, path)) for top in tops]
+        return [os.path.normpath(pathtext.join(top, path)) for top in tops]
 
     # -- sources ---------------------------------------------------------------------------
 
@@ -309,7 +310,7 @@ class _Judge:
             if s.startswith(":") or GLOB.search(s):
                 out.append(MAGIC)
             else:
-                out.append(os.path.normpath(os.path.join(self.where, s)))
+                out.append(os.path.normpath(pathtext.join(self.where, s)))
         return out
 
     # -- subcommands -----------------------------------------------------------------------

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from acpd.policy import budget as budget_mod
+from acpd.policy import pathtext
 from acpd.policy.sandbox import PathPattern, PathRules, inside, matches
 from acpd.readcap import read_upto
 
@@ -55,7 +56,7 @@ def find_repository(start: str) -> Repository | None:
     Raises Unreadable when a `.git` on the way cannot be read."""
     cur = os.path.normpath(start)
     for _ in range(MAX_WALK):
-        dot_git = os.path.join(cur, ".git")
+        dot_git = pathtext.join(cur, ".git")
         try:
             st = os.stat(dot_git)
         except FileNotFoundError:
@@ -68,7 +69,7 @@ def find_repository(start: str) -> Repository | None:
             if stat.S_ISDIR(st.st_mode):
                 return Repository(cur, dot_git)
             return Repository(cur, _gitdir_file(dot_git, cur))
-        parent = os.path.dirname(cur)
+        parent = pathtext.dirname(cur)
         if parent == cur:
             return None
         cur = parent
@@ -86,7 +87,7 @@ def _gitdir_file(path: str, top: str) -> str:
     if len(text) > 4096 or not line.startswith("gitdir:"):
         raise Unreadable(f"{path} is not a gitdir file")
     target = line[len("gitdir:") :].strip()
-    return os.path.normpath(os.path.join(top, target))
+    return os.path.normpath(pathtext.join(top, target))
 
 
 def _read(path: str) -> bytes | None:
@@ -252,7 +253,7 @@ def _shared_indexes(repo: Repository) -> list[tuple[bytes, str]]:
         raise Unreadable(f"the repository has {len(names)} shared index files")
     out: list[tuple[bytes, str]] = []
     for name in sorted(names):
-        data = _read(os.path.join(repo.git_dir, name))
+        data = _read(pathtext.join(repo.git_dir, name))
         if data is not None:
             out.append((data, name))
     return out
@@ -318,7 +319,7 @@ _GLOB = re.compile(r"[*?\[]")
 
 
 def _index_files(repo: Repository) -> list[tuple[bytes, str]]:
-    index = os.path.join(repo.git_dir, "index")
+    index = pathtext.join(repo.git_dir, "index")
     out: list[tuple[bytes, str]] = []
     data = _read(index)
     if data is not None:

@@ -5,9 +5,9 @@ a thin shell so that this module can be compiled with the rest of the judge (_na
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 
+from acpd.policy import pathtext
 from acpd.policy.programs import scripts as _scripts
 from acpd.policy.programs.coreutils import TABLE
 from acpd.policy.programs.git import model_git
@@ -129,7 +129,7 @@ def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Mod
     if targets:
         sources, dest = pos, targets[-1]
     elif kind == "link" and len(pos) == 1:
-        sources, dest = pos, os.path.basename(pos[0].rstrip("/")) or "."
+        sources, dest = pos, pathtext.basename(pos[0].rstrip("/")) or "."
         dests.append(dest)
     elif len(pos) >= 2:
         sources, dest = pos[:-1], pos[-1]
@@ -163,10 +163,10 @@ def _transfer(kind: str, parsed: Parsed, pos: list[str], recursive: bool, m: Mod
             if parsed.has("--symbolic", "-s") and not src.startswith("/"):
                 # relative to the link's directory: the one holding the destination, or the
                 # destination itself when the link is made inside it (a directory, no -n/-T)
-                if os.path.dirname(dest):
-                    m.links.append(os.path.join(os.path.dirname(dest), src))
+                if pathtext.dirname(dest):
+                    m.links.append(pathtext.join(pathtext.dirname(dest), src))
                 if targets or not as_entry:
-                    m.link_dirs.append((dest, os.path.join(dest, src)))
+                    m.link_dirs.append((dest, pathtext.join(dest, src)))
         if kind == "link":
             return
     m.reads.extend(sources)
@@ -194,8 +194,8 @@ def _backups(parsed: Parsed, sources: list[str], dest: str, m: Model,
 
 
 def _landed_names(sources: list[str], dest: str) -> list[str]:
-    return [os.path.join(dest, os.path.basename(s.rstrip("/"))) for s in sources
-            if os.path.basename(s.rstrip("/")) not in ("", ".", "..")]
+    return [pathtext.join(dest, pathtext.basename(s.rstrip("/"))) for s in sources
+            if pathtext.basename(s.rstrip("/")) not in ("", ".", "..")]
 
 
 def _name_filters(name: str, parsed: Parsed, m: Model) -> None:

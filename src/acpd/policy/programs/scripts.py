@@ -8,9 +8,9 @@ and are also unknown here, so a policy without those rules still asks.
 
 from __future__ import annotations
 
-import os
 import re
 
+from acpd.policy import pathtext
 from acpd.policy.programs.awkscan import scan_awk
 from acpd.policy.programs.coreutils import TABLE, add
 from acpd.policy.programs.sedparse import parse_sed
@@ -73,9 +73,9 @@ def sed_backup(operand: str, suffix: str) -> str:
     """Where GNU sed -i puts the original (`-iSUFFIX`): each `*` of SUFFIX is the file's base
     name, else SUFFIX is appended; a result without `/` lies beside the file, one with `/` is
     a path of its own (`-i'.git/hooks/*'`, `-i'/tmp/bk_*'`)."""
-    name = suffix.replace("*", os.path.basename(operand)) if "*" in suffix \
-        else os.path.basename(operand) + suffix
-    return name if "/" in name else os.path.join(os.path.dirname(operand), name)
+    name = suffix.replace("*", pathtext.basename(operand)) if "*" in suffix \
+        else pathtext.basename(operand) + suffix
+    return name if "/" in name else pathtext.join(pathtext.dirname(operand), name)
 
 
 SED = program(
@@ -230,7 +230,7 @@ def _tar(prog: Program, parsed: Parsed, model: Model) -> None:
     if mode in ("create", "append", "update"):
         model.writes.extend(a for a in archives if a != "-")
         # members are relative to a -C directory (which one depends on the order: every one)
-        placed = [os.path.join(d, m) for d in dirs for m in members] if dirs else members
+        placed = [pathtext.join(d, m) for d in dirs for m in members] if dirs else members
         model.reads.extend(dirs)
         model.reads.extend(placed)
         model.trees.extend(placed)
