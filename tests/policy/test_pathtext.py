@@ -23,6 +23,11 @@ def test_basename(p: str) -> None:
     assert pathtext.basename(p) == posixpath.basename(p)
 
 
+@given(paths)
+def test_normpath(p: str) -> None:
+    assert pathtext.normpath(p) == posixpath.normpath(p)
+
+
 @given(paths, st.lists(paths, max_size=4))
 def test_join(a: str, rest: list[str]) -> None:
     assert pathtext.join(a, *rest) == posixpath.join(a, *rest)
@@ -34,4 +39,5 @@ def test_edges() -> None:
         assert pathtext.basename(p) == posixpath.basename(p)
         assert pathtext.join(p, "x") == posixpath.join(p, "x")
         assert pathtext.join("x", p) == posixpath.join("x", p)
+        assert pathtext.normpath(p) == posixpath.normpath(p)
     assert pathtext.join("a") == posixpath.join("a")

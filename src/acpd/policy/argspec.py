@@ -9,15 +9,22 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from acpd.policy.words import DYN
 
 
-class Scan(NamedTuple):
-    options: tuple[tuple[str, str | None], ...]
-    """(name, value): `-x` for each letter of a short cluster, `--long` before any `=`."""
-    positionals: tuple[str, ...]
+class Scan:
+    """An argv split into options and positionals (a plain class: made for most commands
+    judged, and a compiled NamedTuple still builds itself in interpreted code)."""
+
+    __slots__ = ("options", "positionals")
+
+    def __init__(self, options: tuple[tuple[str, str | None], ...],
+                 positionals: tuple[str, ...]) -> None:
+        self.options = options
+        """(name, value): `-x` for each letter of a short cluster, `--long` before any `=`."""
+        self.positionals = positionals
 
 
 def scan(args: list[str] | tuple[str, ...], value_options: frozenset[str]) -> Scan:
@@ -95,22 +102,22 @@ def _fs(*items: str) -> frozenset[str]:
     return frozenset(items)
 
 
-_READERS = (
+_READERS: Final = (
     "cat", "tac", "nl", "head", "tail", "less", "more", "wc", "od", "xxd", "hexdump", "strings",
     "file", "stat", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum",
     "b2sum", "cksum", "sum", "cut", "paste", "diff", "cmp", "comm", "du", "ls", "dir", "tree",
     "readlink", "column", "fold", "fmt", "expand", "unexpand", "rev", "iconv", "bat", "tokei",
     "cloc",
 )
-_READER_VALUES = _fs("-n", "-c", "-d", "-f", "-b", "-I", "-w", "-t", "-s", "-U", "-L",
-                     "--max-depth", "--lines", "--bytes", "--delimiter", "--fields",
-                     "--ignore", "--width", "--output-delimiter", "-x", "-B", "--block-size")
-_GREP_VALUES = _fs("-e", "-f", "-m", "-A", "-B", "-C", "-g", "-t", "-T", "-j", "-M", "-E",
-                   "-d", "-D", "--regexp", "--file", "--glob", "--type", "--type-not",
-                   "--max-count", "--context", "--after-context", "--before-context",
-                   "--include", "--exclude", "--exclude-dir", "--color", "--colour",
-                   "--max-depth", "--threads", "--encoding", "--type-add", "-r", "--replace",
-                   "--sort", "--sortr", "--max-filesize", "--label")
+_READER_VALUES: Final = _fs("-n", "-c", "-d", "-f", "-b", "-I", "-w", "-t", "-s", "-U", "-L",
+                            "--max-depth", "--lines", "--bytes", "--delimiter", "--fields",
+                            "--ignore", "--width", "--output-delimiter", "-x", "-B", "--block-size")
+_GREP_VALUES: Final = _fs("-e", "-f", "-m", "-A", "-B", "-C", "-g", "-t", "-T", "-j", "-M", "-E",
+                          "-d", "-D", "--regexp", "--file", "--glob", "--type", "--type-not",
+                          "--max-count", "--context", "--after-context", "--before-context",
+                          "--include", "--exclude", "--exclude-dir", "--color", "--colour",
+                          "--max-depth", "--threads", "--encoding", "--type-add", "-r", "--replace",
+                          "--sort", "--sortr", "--max-filesize", "--label")
 
 SPECS: dict[str, PathSpec] = {}
 for _name in _READERS:
@@ -215,7 +222,7 @@ def spec_for(name: str) -> PathSpec | None:
     return spec
 
 
-_MODE = re.compile(r"[0-7]{1,4}|([ugoa]*[-+=][rwxXstugo]*,?)+")
+_MODE: Final = re.compile(r"[0-7]{1,4}|([ugoa]*[-+=][rwxXstugo]*,?)+")
 
 
 class PathArgs(NamedTuple):

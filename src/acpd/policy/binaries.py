@@ -10,10 +10,11 @@ by a remembered answer either way (tools/permissions.py checks it first).
 from __future__ import annotations
 
 import os
+from typing import Final
 
 from acpd.policy.blocklist import SHELLS
 
-INTERPRETERS = SHELLS | frozenset({
+INTERPRETERS: Final = SHELLS | frozenset({
     "python", "python2", "python3", "pypy", "pypy3", "node", "nodejs", "deno", "bun", "perl",
     "ruby", "php", "lua", "luajit", "tclsh", "wish", "Rscript", "osascript", "awk", "gawk",
     "mawk", "nawk", "sed", "eval", "source", ".", "exec", "xargs", "sudo", "doas", "su",

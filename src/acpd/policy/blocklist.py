@@ -10,7 +10,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from functools import lru_cache
-from typing import Literal
+from typing import Final, Literal
 
 BLOCKED_BUILTINS: dict[str, str] = {
     "source": "source runs a script in this shell (it can redefine every command)",
@@ -26,7 +26,7 @@ BLOCKED_BUILTINS: dict[str, str] = {
     "compgen": "compgen -C runs commands",
 }
 
-SHELLS = frozenset({
+SHELLS: Final = frozenset({
     "sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash", "fish", "csh", "tcsh", "rbash",
     "posh", "ksh93", "pdksh", "oksh", "lksh", "elvish", "nu", "xonsh",
 })
@@ -110,11 +110,11 @@ ENV_EXCEPTIONS: tuple[str, ...] = (
 """Names the tiers above would catch that are safe to set: build output and log switches,
 and pagers set to `cat` (a pager is allowed only as `cat`: see `env_verdict`)."""
 
-_PAGER_SAFE = frozenset({"cat", "/bin/cat", "/usr/bin/cat", "", "less -R", "less"})
+_PAGER_SAFE: Final = frozenset({"cat", "/bin/cat", "/usr/bin/cat", "", "less -R", "less"})
 
-_SUBSCRIPT_CODE = re.compile(r"\$\(|`|\$\[|[<>]\(")
+_SUBSCRIPT_CODE: Final = re.compile(r"\$\(|`|\$\[|[<>]\(")
 """What runs code inside a subscript that bash expands again."""
-_DEV_NET = re.compile(r"/dev/(tcp|udp)/")
+_DEV_NET: Final = re.compile(r"/dev/(tcp|udp)/")
 
 
 def _regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
@@ -123,9 +123,9 @@ def _regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in parts) or "(?!)")
 
 
-_DENY = _regex(BLOCKED_ENV)
-_ASK = _regex(ASK_ENV)
-_EXCEPT = _regex(ENV_EXCEPTIONS)
+_DENY: Final = _regex(BLOCKED_ENV)
+_ASK: Final = _regex(ASK_ENV)
+_EXCEPT: Final = _regex(ENV_EXCEPTIONS)
 
 
 @lru_cache(maxsize=64)

@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from acpd.policy.budget import TooComplex, check
 
-MAX_BRACE_WORDS = 256
+MAX_BRACE_WORDS: Final = 256
 """The judge reads every word a field makes up to this many, and asks past it (a word it did
 not read could name `.git/hooks/...`). A sequence longer than this counts as its two ends."""
-MAX_BRACE_DEPTH = 16
+MAX_BRACE_DEPTH: Final = 16
 """Alternatives nested deeper than this ask (TooComplex)."""
-MAX_BRACE_CHARS = 1024
-MAX_UNMATCHED = 64
-SEQUENCE_CHARS = 64
+MAX_BRACE_CHARS: Final = 1024
+MAX_UNMATCHED: Final = 64
+SEQUENCE_CHARS: Final = 64
 """A sequence expression is never longer (two 20-digit ends and a step)."""
-WORDS_CAP = 10**15
+WORDS_CAP: Final = 10**15
 """Counts are clamped here: past it the exact figure does not matter."""
 
 Chars = list[tuple[str, bool]]
@@ -138,7 +138,7 @@ def _sequence_at(chars: Chars, lo: int, hi: int) -> _Sequence | None:
     return _parse_sequence("".join(c for c, _ in chars[lo:hi]))
 
 
-_SPECIAL_LETTERS = frozenset(range(ord("Z") + 1, ord("a")))
+_SPECIAL_LETTERS: Final = frozenset(range(ord("Z") + 1, ord("a")))
 """`[ \\ ] ^ _` and the backquote: a letter range from upper to lower case goes through
 them, and bash reads the words it makes again (`.{Y..a..3}env` makes `.\\env`, which is
 `.env` once the backslash is removed)."""
@@ -206,9 +206,9 @@ def _text(chars: Chars, lo: int, hi: int) -> str:
     return "".join(c for c, _ in chars[lo:hi])
 
 
-_NUMBERS = re.compile(r"([+-]?\d+)\.\.([+-]?\d+)(?:\.\.([+-]?\d+))?")
-_LETTERS = re.compile(r"([A-Za-z])\.\.([A-Za-z])(?:\.\.([+-]?\d+))?")
-_PADDED = re.compile(r"-?0\d")
+_NUMBERS: Final = re.compile(r"([+-]?\d+)\.\.([+-]?\d+)(?:\.\.([+-]?\d+))?")
+_LETTERS: Final = re.compile(r"([A-Za-z])\.\.([A-Za-z])(?:\.\.([+-]?\d+))?")
+_PADDED: Final = re.compile(r"-?0\d")
 
 
 class _Sequence(NamedTuple):

@@ -38,15 +38,15 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Final
 
 from acpd.policy.threadstate import BudgetSlot
 
-CHECKED_SHARE = 0.6
+CHECKED_SHARE: Final = 0.6
 
-_local = BudgetSlot()
-_thread_time = time.thread_time
-_perf_counter = time.perf_counter
+_local: Final = BudgetSlot()
+_thread_time: Final = time.thread_time
+_perf_counter: Final = time.perf_counter
 
 
 class OverBudget(Exception):
@@ -116,7 +116,7 @@ def start(budget_ms: float) -> _Budget | None:
     return None
 
 
-GC_PAUSE_CHARS = 4096
+GC_PAUSE_CHARS: Final = 4096
 _gc_lock = threading.Lock()
 _gc_holders = 0
 _gc_resume = False

@@ -41,4 +41,4 @@ def cd_operands(args: list[str]) -> tuple[list[str], bool]:
 def cd_destination(base: str, target: str, physical: bool) -> str:
     """The directory `cd [-P] TARGET` run in `base` moves to."""
     joined = pathtext.join(base, target)
-    return os.path.realpath(joined) if physical else os.path.normpath(joined)
+    return os.path.realpath(joined) if physical else pathtext.normpath(joined)

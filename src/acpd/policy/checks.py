@@ -6,6 +6,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Final
 
 from acpd.policy import pathtext
 from acpd.policy.argspec import scan, spec_for
@@ -21,8 +22,8 @@ class CheckContext:
 
 Check = Callable[[str, list[str], CheckContext], bool]
 
-_INLINE = frozenset({"-c", "-e", "-E", "-r", "-m", "-p", "--eval", "--print", "-i", "-n", "-a",
-                     "-l", "-x"})
+_INLINE: Final = frozenset({"-c", "-e", "-E", "-r", "-m", "-p", "--eval", "--print", "-i", "-n",
+                            "-a", "-l", "-x"})
 
 
 def script_in_workspace(name: str, args: list[str], ctx: CheckContext) -> bool:
@@ -39,7 +40,7 @@ def script_in_workspace(name: str, args: list[str], ctx: CheckContext) -> bool:
     if i >= len(args) or args[i] in ("-", DYN) or DYN in args[i]:
         return False
     path = args[i]
-    full = os.path.normpath(path if path.startswith("/") else pathtext.join(ctx.cwd, path))
+    full = pathtext.normpath(path if path.startswith("/") else pathtext.join(ctx.cwd, path))
     if "\x00" in full:  # no file has that name (and realpath would raise)
         return False
     real = resolve(full)
@@ -64,8 +65,8 @@ def sed_exec(name: str, args: list[str], ctx: CheckContext) -> bool:
     return False
 
 
-_AWK_EXEC = re.compile(r"\bsystem\s*\(|\|\s*(getline|&)|\|\s*\"|\"\s*\|\s*getline|\|&"
-                       r"|\bprint[f]?\b[^;}]*\|")
+_AWK_EXEC: Final = re.compile(r"\bsystem\s*\(|\|\s*(getline|&)|\|\s*\"|\"\s*\|\s*getline|\|&"
+                              r"|\bprint[f]?\b[^;}]*\|")
 
 
 def awk_exec(name: str, args: list[str], ctx: CheckContext) -> bool:
@@ -82,7 +83,7 @@ def awk_exec(name: str, args: list[str], ctx: CheckContext) -> bool:
     return facts.uncertain is None and facts.code == "the program pipes to a command"
 
 
-_PUSH_VALUES = frozenset({"-o", "--push-option", "--repo", "--receive-pack", "--exec"})
+_PUSH_VALUES: Final = frozenset({"-o", "--push-option", "--repo", "--receive-pack", "--exec"})
 
 
 def _push_remote(args: list[str]) -> str | None:
@@ -107,9 +108,9 @@ def push_not_origin(name: str, args: list[str], ctx: CheckContext) -> bool:
     return not push_origin(name, args, ctx)
 
 
-_CONFIG_WRITE = ("--add", "--unset", "--unset-all", "--replace-all", "--edit", "-e",
-                 "--rename-section", "--remove-section", "--global", "--system", "--file", "-f",
-                 "--worktree")
+_CONFIG_WRITE: Final = ("--add", "--unset", "--unset-all", "--replace-all", "--edit", "-e",
+                        "--rename-section", "--remove-section", "--global", "--system", "--file",
+                        "-f", "--worktree")
 
 
 def git_config_write(name: str, args: list[str], ctx: CheckContext) -> bool:
@@ -158,8 +159,8 @@ CHECKS: dict[str, Check] = {
 
 # ---- git destruction, push deletions, system state (issue 15, classes 7 and 9) -------------
 
-_DESTRUCTIVE_ALWAYS = frozenset({"restore", "rebase", "filter-branch", "filter-repo", "replace",
-                                 "prune"})
+_DESTRUCTIVE_ALWAYS: Final = frozenset({"restore", "rebase", "filter-branch", "filter-repo",
+                                        "replace", "prune"})
 
 
 def _git_sub(args: list[str]) -> tuple[str | None, list[str]]:
@@ -240,18 +241,18 @@ def push_deletes(name: str, args: list[str], ctx: CheckContext) -> bool:
     return any(p.startswith(":") or p.startswith("+:") for p in sc.positionals[1:])
 
 
-_SYSTEMCTL_READ = frozenset({"status", "show", "cat", "list-units", "list-unit-files",
-                             "list-sockets", "list-timers", "list-jobs", "list-dependencies",
-                             "list-machines", "is-active", "is-enabled", "is-failed",
-                             "is-system-running", "help", "get-default", "show-environment"})
-_IP_WRITE = frozenset({"add", "del", "delete", "set", "change", "replace", "flush", "append",
-                       "prepend", "exec", "attach", "detach", "save", "restore", "update",
-                       "up", "down", "load", "unload"})
-_ALWAYS_STATE = frozenset({"shutdown", "reboot", "poweroff", "halt", "init", "telinit",
-                           "setenforce", "modprobe", "insmod", "rmmod", "swapon", "swapoff",
-                           "umount", "iptables-restore", "update-grub", "grub-install",
-                           "efibootmgr", "ntpdate", "losetup", "zramctl", "brctl", "tc",
-                           "rfkill", "loginctl"})
+_SYSTEMCTL_READ: Final = frozenset({"status", "show", "cat", "list-units", "list-unit-files",
+                                    "list-sockets", "list-timers", "list-jobs", "list-dependencies",
+                                    "list-machines", "is-active", "is-enabled", "is-failed",
+                                    "is-system-running", "help", "get-default", "show-environment"})
+_IP_WRITE: Final = frozenset({"add", "del", "delete", "set", "change", "replace", "flush", "append",
+                              "prepend", "exec", "attach", "detach", "save", "restore", "update",
+                              "up", "down", "load", "unload"})
+_ALWAYS_STATE: Final = frozenset({"shutdown", "reboot", "poweroff", "halt", "init", "telinit",
+                                  "setenforce", "modprobe", "insmod", "rmmod", "swapon", "swapoff",
+                                  "umount", "iptables-restore", "update-grub", "grub-install",
+                                  "efibootmgr", "ntpdate", "losetup", "zramctl", "brctl", "tc",
+                                  "rfkill", "loginctl"})
 
 
 def system_state(name: str, args: list[str], ctx: CheckContext) -> bool:

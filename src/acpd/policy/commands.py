@@ -18,7 +18,7 @@ import fnmatch
 import os
 import re
 import shutil
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from mypy_extensions import trait
 
@@ -41,16 +41,16 @@ from acpd.policy.wrappers import WRAPPERS
 if TYPE_CHECKING:
     from acpd.policy.linectx import Ctx as _Ctx
 
-SYSTEM_BIN = ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin",
-              "/opt/homebrew/bin")
-_PATH_COMMANDS = frozenset({"dd", "find"})
+SYSTEM_BIN: Final = ("/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin",
+                     "/opt/homebrew/bin")
+_PATH_COMMANDS: Final = frozenset({"dd", "find"})
 
 
-MAX_LANDED_TOP = 512
+MAX_LANDED_TOP: Final = 512
 """A copied or moved tree's top-level entries each judged where they land, at most."""
-FILE_MAKERS = frozenset({"cp", "touch", "tee", "dd", "sort", "sed", "uniq", "truncate", "shuf",
-                         "split", "csplit", "gzip", "gunzip", "bzip2", "xz", "base64",
-                         "chmod", "chown", "chgrp"})
+FILE_MAKERS: Final = frozenset({"cp", "touch", "tee", "dd", "sort", "sed", "uniq", "truncate",
+                                "shuf", "split", "csplit", "gzip", "gunzip", "bzip2", "xz",
+                                "base64", "chmod", "chown", "chgrp"})
 """Programs whose writes make regular files only (a copy without -r, -s...), or change only
 what a file holds or its mode: a write of theirs below a tree a line copies changes a file's
 content or adds a file, never a directory or a link (linectx `_over`)."""
@@ -98,7 +98,7 @@ class CommandJudge:
             return
         cap_allow = False
         if "/" in name:
-            full = os.path.normpath(name if name.startswith("/") else pathtext.join(ctx.cwd, name))
+            full = pathtext.normpath(name if name.startswith("/") else pathtext.join(ctx.cwd, name))
             if "\x00" in full:  # `$'\0'`: no program has that path (and realpath would raise)
                 out.add("deny", "command.nul", f"the command path {name!r} holds a NUL byte")
                 return
@@ -410,7 +410,7 @@ class CommandJudge:
         for cwd in ctx.cwds or [ctx.cwd]:
             where = cwd
             for d in dirs:
-                where = os.path.normpath(pathtext.join(where, d))
+                where = pathtext.normpath(pathtext.join(where, d))
             reason = hooks_that_run(sub, rest, where, ctx.home, in_tree)
             if reason is not None:
                 ctx.out.add("ask", "git.hooks", reason)

@@ -23,27 +23,28 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Final
 
 from acpd.policy.blocklist import env_verdict, word_findings
 from acpd.policy.decision import Findings
 from acpd.policy.words import DYN
 
-NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_REF = re.compile(r"\$\{?[#!]?([A-Za-z_][A-Za-z0-9_]*|[0-9@*])")
-_IDENT = re.compile(r"(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)")
-_POSITIONAL = re.compile(r"\$\{?[#!]?[0-9@*]")
-_ASSIGN_OP = re.compile(r"\s*(?:(?:[-+*/%&|^]|<<|>>|\*\*)?=(?!=)|\+\+|--)")
-_PRE_INCREMENT = re.compile(r"(?:\+\+|--)\s*$")
-_SUBST = re.compile(r"\$\((?!\()|`")
+NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_REF: Final = re.compile(r"\$\{?[#!]?([A-Za-z_][A-Za-z0-9_]*|[0-9@*])")
+_IDENT: Final = re.compile(r"(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)")
+_POSITIONAL: Final = re.compile(r"\$\{?[#!]?[0-9@*]")
+_ASSIGN_OP: Final = re.compile(r"\s*(?:(?:[-+*/%&|^]|<<|>>|\*\*)?=(?!=)|\+\+|--)")
+_PRE_INCREMENT: Final = re.compile(r"(?:\+\+|--)\s*$")
+_SUBST: Final = re.compile(r"\$\((?!\()|`")
 """A command substitution in text an arithmetic context expands again (`$((` is arithmetic)."""
-_ARITH_COMPARE = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
-DECLARERS = frozenset({"declare", "typeset", "local", "export", "readonly"})
-ASSIGNERS = frozenset({"read", "mapfile", "readarray", "printf", "getopts", "wait", "let",
-                       "unset", "test", "[", "[[", "coproc", *DECLARERS})
+_ARITH_COMPARE: Final = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+DECLARERS: Final = frozenset({"declare", "typeset", "local", "export", "readonly"})
+ASSIGNERS: Final = frozenset({"read", "mapfile", "readarray", "printf", "getopts", "wait", "let",
+                              "unset", "test", "[", "[[", "coproc", *DECLARERS})
 """Builtins with operands that name variables or are arithmetic."""
 
-_READ_VALUES = frozenset("dinNptu")
-_MAPFILE_VALUES = frozenset("dnOsuCc")
+_READ_VALUES: Final = frozenset("dinNptu")
+_MAPFILE_VALUES: Final = frozenset("dnOsuCc")
 
 
 @dataclass(slots=True)

@@ -19,6 +19,7 @@ import fnmatch
 import os
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import Final
 
 from acpd.policy import pathtext
 from acpd.policy.decision import Verdict
@@ -26,15 +27,15 @@ from acpd.policy.sandbox import PathRules, _normpath, entry_real, inside, resolv
 from acpd.policy.treescan import Ignored, denied_in_tree, foreign_repository, tree_facts
 
 Finding = tuple[Verdict, str, str]
-_GLOB_CHARS = ("*", "?", "[")
+_GLOB_CHARS: Final = ("*", "?", "[")
 
 
 def absolute(raw: str, cwd: str) -> str:
-    """`os.path.normpath(pathtext.join(cwd, raw))` (cwd absolute), without the work for a
+    """`pathtext.normpath(pathtext.join(cwd, raw))` (cwd absolute), without the work for a
     path that is already normal."""
     path = raw if raw.startswith("/") else (cwd + raw if cwd.endswith("/") else
                                              f"{cwd}/{raw}")
-    return _normpath(path) if path.startswith("/") else os.path.normpath(path)
+    return _normpath(path) if path.startswith("/") else pathtext.normpath(path)
 
 
 def _scan_root(raw: str, cwd: str) -> str:
@@ -55,7 +56,7 @@ def protected_paths(home: str, roots: tuple[str, ...]) -> frozenset[str]:
     """`/`, HOME and its ancestors, and every ancestor of a workspace root (pure: strings
     only, so memoised)."""
     out = {"/"}
-    home = os.path.normpath(home)
+    home = pathtext.normpath(home)
     out.add(home)
     for start in (home, *roots):
         cur = start

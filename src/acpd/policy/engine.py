@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+from typing import Final
 
 from acpd.policy import budget as budget_mod
 from acpd.policy import contexts, pathtext
@@ -47,14 +48,14 @@ from acpd.policy.variables import VariableJudge
 from acpd.policy.words import DYN, PLAIN, Env, expand, simple_value
 from acpd.policy.wrappers import DETACHING, WRAPPERS, unwrap
 
-MAX_DEPTH = 6
-MAX_CWDS = 32
+MAX_DEPTH: Final = 6
+MAX_CWDS: Final = 32
 """Directories a line's `cd`s may reach that paths are judged from (more: ask)."""
-MAX_COMMANDS = 2000
-MAX_PATH_CHARS = 4096
-_SAFE_REDIRECT_TARGET = re.compile(r"^(\d+|-)$")
+MAX_COMMANDS: Final = 2000
+MAX_PATH_CHARS: Final = 4096
+_SAFE_REDIRECT_TARGET: Final = re.compile(r"^(\d+|-)$")
 _plain = PLAIN.fullmatch
-_CD_NAMES = frozenset({"cd", "pushd", "builtin", "command"})
+_CD_NAMES: Final = frozenset({"cd", "pushd", "builtin", "command"})
 
 
 class CompiledPolicy(CommandJudge, VariableJudge):
@@ -215,10 +216,10 @@ class CompiledPolicy(CommandJudge, VariableJudge):
 
     def _norm_cwd(self, cwd: str) -> str:
         if not cwd.startswith("/"):  # relative: depends on the process's cwd, never cached
-            return os.path.normpath(os.path.abspath(cwd))
+            return pathtext.normpath(os.path.abspath(cwd))
         norm = self._cwd_norm.get(cwd)
         if norm is None:
-            norm = os.path.normpath(cwd)
+            norm = pathtext.normpath(cwd)
             if len(self._cwd_norm) > 256:
                 self._cwd_norm.clear()
             self._cwd_norm[cwd] = norm
@@ -241,7 +242,8 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             out.add("deny", "input.too-many-nodes", "command too complex to judge")
             return
         budget_mod.note_words(brace_words(script, ctx.home))
-        if not ctx.repeats and (script.functions or script.for_vars or may_repeat(source)):
+        if not ctx.repeats and (script.functions or script.for_vars or (
+                source != ctx.line and may_repeat(source))):  # (the line itself: looked at)
             ctx.repeats = True  # a payload's loop: `bash -c 'f'or' ...'` reads as one
         if script.has_error:
             verdict: Verdict = "deny" if ctx.trust == "untrusted" else self.settings.parse_error
@@ -461,7 +463,7 @@ class CompiledPolicy(CommandJudge, VariableJudge):
             self._command(res.argv, ctx, depth)
 
 
-MAX_LINK_HOPS = 40
+MAX_LINK_HOPS: Final = 40
 """Links followed from a path (the kernel's own limit)."""
 
 
@@ -470,11 +472,11 @@ def _rely_steps(joined: str, raw: str, ctx: Ctx, since: int) -> str:
     too); return where it goes now (`l/../x` with l a link now goes where the kernel takes
     it: sandbox.physical)."""
     if not has_parent_step(joined):
-        return os.path.normpath(joined)
+        return pathtext.normpath(joined)
     parts = joined.split("/")
     for k, part in enumerate(parts):
         if part == ".." and k:
-            above = os.path.normpath("/".join(parts[:k]) or "/")
+            above = pathtext.normpath("/".join(parts[:k]) or "/")
             ctx.rely_tree(above, f"{raw} goes up (..) from {above} as it is now", since,
                           below=False)
     return physical(joined)

@@ -14,12 +14,13 @@ once, however many times the judge expands it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Final
 
 from acpd.policy.braces import Chars, chars_of, word_count
 from acpd.policy.script import Script
 from acpd.policy.words import Lit, lex
 
-MAX_WORDS = 100_000
+MAX_WORDS: Final = 100_000
 """More words than this from brace expansion in one command asks (`input.expansion`):
 100,000 words take about 30 MB; a million, 280 MB."""
 

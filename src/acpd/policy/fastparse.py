@@ -17,35 +17,38 @@ and a parse leaves the CPU caches cold for the judge that follows.
 from __future__ import annotations
 
 import re
+from typing import Final
 
 from acpd.policy.script import Redirect, Script, SimpleCommand
 
-_PLAIN_CHARS = r"A-Za-z0-9_./:=,+^~*?\-"
-_SINGLE = "'[" + "".join(re.escape(c) for c in map(chr, range(32, 127)) if c != "'") + "\t]*'"
+_PLAIN_CHARS: Final = r"A-Za-z0-9_./:=,+^~*?\-"
+_SINGLE: Final = ("'[" + "".join(re.escape(c) for c in map(chr, range(32, 127)) if c != "'")
+                  + "\t]*'")
 """A single-quoted string of printable ASCII: bash and tree-sitter take it as written."""
-_DOUBLE = '"[' + "".join(re.escape(c) for c in map(chr, range(32, 127))
-                        if c not in '"$`\\!') + '\t]*"'
+_DOUBLE: Final = '"[' + "".join(re.escape(c) for c in map(chr, range(32, 127))
+                               if c not in '"$`\\!') + '\t]*"'
 """A double-quoted string with nothing bash expands or escapes in it (no `$`, backquote,
 backslash; no `!`)."""
-_LINE = re.compile(rf"(?:[{_PLAIN_CHARS} \t&|;<>]|{_SINGLE}|{_DOUBLE})*")
-_QUOTED = re.compile(rf"{_SINGLE}|{_DOUBLE}")
-_TOKEN = re.compile(
+_LINE: Final = re.compile(rf"(?:[{_PLAIN_CHARS} \t&|;<>]|{_SINGLE}|{_DOUBLE})*")
+_QUOTED: Final = re.compile(rf"{_SINGLE}|{_DOUBLE}")
+_TOKEN: Final = re.compile(
     rf"""(?P<ws>[ \t]+)
     |(?P<op>&&|\|\||\||;)
     |(?P<red>(?P<fd>[0-9]+)?(?P<rop>&>>|&>|>>|>\||>&|<&|>|<))
     |(?P<word>(?:[{_PLAIN_CHARS}]+|{_SINGLE}|{_DOUBLE})+)""", re.VERBOSE)
-_RESERVED = frozenset({"if", "then", "else", "elif", "fi", "case", "esac", "for", "select",
-                       "while", "until", "do", "done", "in", "function", "time", "coproc",
-                       "declare", "typeset", "export", "local", "readonly", "unset"})
-_NAME = re.compile(r"[A-Za-z_./~][A-Za-z0-9_./-]*")
+_RESERVED: Final = frozenset({"if", "then", "else", "elif", "fi", "case", "esac", "for", "select",
+                              "while", "until", "do", "done", "in", "function", "time", "coproc",
+                              "declare", "typeset", "export", "local", "readonly", "unset"})
+_NAME: Final = re.compile(r"[A-Za-z_./~][A-Za-z0-9_./-]*")
 """A command name the fast path takes: no quote, glob or `=` (tree-sitter reads `if'x'`,
 `a?b` and `a=b` in command position its own ways)."""
-_MAX_CHARS = 1024
+_MAX_CHARS: Final = 1024
 
 
-_PLAIN_LINE = re.compile(r"[A-Za-z0-9_./:=,+^ \t~*?|;-]*(?:&&[A-Za-z0-9_./:=,+^ \t~*?|;-]*)*")
+_PLAIN_LINE: Final = re.compile(
+    r"[A-Za-z0-9_./:=,+^ \t~*?|;-]*(?:&&[A-Za-z0-9_./:=,+^ \t~*?|;-]*)*")
 """A line without quotes, redirects or a lone `&`: its tokens are `_PLAIN_TOKEN`s."""
-_PLAIN_TOKEN = re.compile(r"&&|\|\||[|;]|[^ \t|;&]+")
+_PLAIN_TOKEN: Final = re.compile(r"&&|\|\||[|;]|[^ \t|;&]+")
 
 
 def parse_simple(source: str) -> Script | None:
@@ -90,7 +93,7 @@ def _plain_words(source: str) -> Script | None:
     return Script(commands)
 
 
-_OPERATORS = frozenset({"&&", "||", "|", ";"})
+_OPERATORS: Final = frozenset({"&&", "||", "|", ";"})
 
 
 def _tokens(source: str) -> Script | None:

@@ -28,12 +28,13 @@ Rules:
 from __future__ import annotations
 
 import os
+from typing import Final
 
 from acpd.policy import pathtext
 from acpd.policy.decision import Verdict
 
-CODE_FILES = frozenset({"config", "config.worktree", "commondir", "gitdir"})
-CODE_DIRS = frozenset({"hooks", "info"})
+CODE_FILES: Final = frozenset({"config", "config.worktree", "commondir", "gitdir"})
+CODE_DIRS: Final = frozenset({"hooks", "info"})
 
 
 def git_dir_write(lexical: str, real: str, raw: str) -> tuple[Verdict, str, str] | None:

@@ -31,12 +31,13 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
+from typing import Final
 
 from acpd.policy import pathtext
 from acpd.policy.programs.git_index import Unreadable, find_repository
 from acpd.policy.words import DYN
 
-HOOKS = frozenset({
+HOOKS: Final = frozenset({
     "applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
     "prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout",
     "post-merge", "pre-push", "pre-receive", "update", "proc-receive", "post-receive",
@@ -44,7 +45,7 @@ HOOKS = frozenset({
     "sendemail-validate", "fsmonitor-watchman", "p4-changelist", "p4-prepare-changelist",
     "p4-post-changelist", "p4-pre-submit", "post-index-change",
 })
-NO_HOOKS = frozenset({
+NO_HOOKS: Final = frozenset({
     "diff", "log", "show", "rev-parse", "ls-files", "ls-tree", "blame", "annotate", "grep",
     "describe", "shortlog", "whatchanged", "cat-file", "rev-list", "for-each-ref", "show-ref",
     "name-rev", "merge-base", "count-objects", "check-ignore", "check-attr", "var", "version",
@@ -52,9 +53,9 @@ NO_HOOKS = frozenset({
 })
 """Subcommands that run no hook (`remote` and `config` only in the forms other rules allow:
 listing, `--get`)."""
-_REFS = frozenset({"reference-transaction"})
-_CHECKOUT = frozenset({"post-checkout", "post-index-change", "reference-transaction"})
-MEASURED = {
+_REFS: Final = frozenset({"reference-transaction"})
+_CHECKOUT: Final = frozenset({"post-checkout", "post-index-change", "reference-transaction"})
+MEASURED: Final = {
     "status": frozenset({"post-index-change"}),
     "add": frozenset({"post-index-change"}),
     "commit": frozenset({"pre-commit", "prepare-commit-msg", "commit-msg", "post-commit",
@@ -66,16 +67,16 @@ MEASURED = {
 }
 """The hooks a subcommand ran (git 2.39, every hook a marker) with a margin (`stash` as a
 checkout, `commit --amend`'s post-rewrite); any other subcommand may run any hook."""
-LISTING = {"branch": ("-l", "--list", "-a", "--all", "-r", "--remotes", "--show-current",
-                      "--contains", "--merged", "--no-merged", "--points-at", "-v", "-vv",
-                      "--verbose", "--format", "--sort", "--column", "--no-column"),
-           "tag": ("-l", "--list", "-n", "--contains", "--no-contains", "--merged",
-                   "--no-merged", "--points-at", "--format", "--sort", "--column")}
-MAX_CONFIG = 1 << 20
-FEW = 8
+LISTING: Final = {"branch": ("-l", "--list", "-a", "--all", "-r", "--remotes", "--show-current",
+                             "--contains", "--merged", "--no-merged", "--points-at", "-v", "-vv",
+                             "--verbose", "--format", "--sort", "--column", "--no-column"),
+                  "tag": ("-l", "--list", "-n", "--contains", "--no-contains", "--merged",
+                          "--no-merged", "--points-at", "--format", "--sort", "--column")}
+MAX_CONFIG: Final = 1 << 20
+FEW: Final = 8
 """Up to this many hook names are looked up one by one; more, by listing the directory."""
-MAX_INCLUDE_DEPTH = 10
-SYSTEM_CONFIG = "/etc/gitconfig"
+MAX_INCLUDE_DEPTH: Final = 10
+SYSTEM_CONFIG: Final = "/etc/gitconfig"
 
 
 class Uncertain(Exception):
@@ -164,7 +165,7 @@ def hooks_and_includes(top: str, git_dir: str, home: str) -> tuple[list[str], li
             if DYN in value:
                 raise Uncertain("core.hooksPath is not known before running")
             expanded = pathtext.join(home, value[2:]) if value.startswith("~/") else value
-            dirs.append(os.path.normpath(pathtext.join(top, expanded)))
+            dirs.append(pathtext.normpath(pathtext.join(top, expanded)))
     return dirs, includes
 
 
@@ -181,7 +182,7 @@ def common_dir(git_dir: str) -> str | None:
     value = text.decode("utf-8", "surrogateescape").strip()
     if not value or len(text) > 4096:
         raise Uncertain(f"{git_dir}/commondir is not a path")
-    return os.path.normpath(pathtext.join(git_dir, value))
+    return pathtext.normpath(pathtext.join(git_dir, value))
 
 
 def _hooks_paths(path: str, home: str, depth: int) -> Iterator[tuple[str, str]]:
@@ -197,7 +198,7 @@ def _hooks_paths(path: str, home: str, depth: int) -> Iterator[tuple[str, str]]:
             yield "hooks", value
         elif key == "path" and (section == "include" or section.startswith("includeif")):
             included = pathtext.join(home, value[2:]) if value.startswith("~/") else value
-            included = os.path.normpath(pathtext.join(pathtext.dirname(path), included))
+            included = pathtext.normpath(pathtext.join(pathtext.dirname(path), included))
             yield "include", included
             yield from _hooks_paths(included, home, depth + 1)
 
@@ -234,7 +235,7 @@ def read_config(path: str) -> str | None:
     return data.decode("utf-8", "surrogateescape")
 
 
-WANTED = frozenset({"hookspath", "path"})
+WANTED: Final = frozenset({"hookspath", "path"})
 
 
 def config_entries(text: str, keys: frozenset[str] | None = None

@@ -44,7 +44,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from acpd.policy import pathtext
 from acpd.policy.decision import Verdict
@@ -60,18 +60,18 @@ if TYPE_CHECKING:
 
 Finding = tuple[Verdict, str, str]
 
-CONTENT_FREE = frozenset({
+CONTENT_FREE: Final = frozenset({
     "HEAD", "config", "config.worktree", "description", "packed-refs", "index", "shallow",
     "commondir", "gitdir", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD", "MERGE_MODE",
     "CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD", "BISECT_HEAD", "AUTO_MERGE",
     "refs", "logs", "hooks", "info", "branches"})
 """Entries at the top of a git directory that hold names, ids, settings or code, never a
 file's content."""
-_LOOSE = re.compile(r"[0-9a-fA-F]{38}(?:[0-9a-fA-F]{24})?")
-_FANOUT = re.compile(r"[0-9a-fA-F]{2}")
-_PACK = re.compile(r"pack-[0-9a-fA-F]{40,64}\.pack")
-SEARCHES = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "zgrep"})
-NAME_WALKERS = frozenset({"ls", "du", "find", "tree", "stat", "wc", "file", "git"})
+_LOOSE: Final = re.compile(r"[0-9a-fA-F]{38}(?:[0-9a-fA-F]{24})?")
+_FANOUT: Final = re.compile(r"[0-9a-fA-F]{2}")
+_PACK: Final = re.compile(r"pack-[0-9a-fA-F]{40,64}\.pack")
+SEARCHES: Final = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "zgrep"})
+NAME_WALKERS: Final = frozenset({"ls", "du", "find", "tree", "stat", "wc", "file", "git"})
 """Walkers whose output is names, sizes or counts (or git, judged by `git_history`)."""
 
 
@@ -149,9 +149,9 @@ def read_finding(raw: str, cwd: str, rules: PathRules) -> Finding | None:
     return None
 
 
-_SEARCH_VALUES = {"grep": "efmABCDd", "egrep": "efmABCDd", "fgrep": "efmABCDd",
-                  "zgrep": "efmABCDd", "rg": "efgtTjmABCMrEd"}
-_TEXT_LONG = ("text", "null-data", "binary")
+_SEARCH_VALUES: Final = {"grep": "efmABCDd", "egrep": "efmABCDd", "fgrep": "efmABCDd",
+                         "zgrep": "efmABCDd", "rg": "efgtTjmABCMrEd"}
+_TEXT_LONG: Final = ("text", "null-data", "binary")
 
 
 def text_search(program: str, args: list[str]) -> bool:
@@ -237,23 +237,23 @@ def _entered_git(start: str, hidden: bool,
 
 # -- B: files a line creates before it reads them -------------------------------------------
 
-_GIT_CREATES = frozenset({
+_GIT_CREATES: Final = frozenset({
     "checkout", "switch", "restore", "merge", "pull", "rebase", "cherry-pick", "revert",
     "reset", "am", "apply", "read-tree", "checkout-index", "worktree", "clone", "submodule",
     "sparse-checkout", "bisect", "unpack-file", "fsck"})
-_GIT_STASH_CREATES = frozenset({"pop", "apply", "branch", "push", "save"})
+_GIT_STASH_CREATES: Final = frozenset({"pop", "apply", "branch", "push", "save"})
 """Every stash form that changes the work tree (push and save reset it to HEAD, whose
 tracked links it puts back)."""
-_GIT_READS = frozenset({"diff", "grep", "show", "blame", "annotate", "archive",
-                        "format-patch", "difftool"})
-_EXTRACTORS = frozenset({
+_GIT_READS: Final = frozenset({"diff", "grep", "show", "blame", "annotate", "archive",
+                               "format-patch", "difftool"})
+_EXTRACTORS: Final = frozenset({
     "unzip", "7z", "7za", "7zr", "unrar", "cpio", "bsdtar", "bsdcpio", "ar", "pax", "jar",
     "gunzip", "bunzip2", "unxz", "unlzma", "unzstd", "lz4", "unlz4", "uncompress", "patch",
     "dpkg-deb", "rpm2cpio", "wget", "curl", "scp", "rsync", "svn", "hg", "unsquashfs"})
 """Programs that write files whose names and contents come from an archive, a patch or the
 network (links to files outside the workspace included). Package managers are not here: what
 they unpack lands in their own trees, and a build after them is the common case."""
-_DECOMPRESSORS = frozenset({"gzip", "bzip2", "xz", "lzma", "zstd", "pigz", "lzip", "lzop"})
+_DECOMPRESSORS: Final = frozenset({"gzip", "bzip2", "xz", "lzma", "zstd", "pigz", "lzip", "lzop"})
 
 
 class LineRecord:
@@ -272,7 +272,7 @@ class LineRecord:
         arguments)."""
 
 
-_line = LineState()
+_line: Final = LineState()
 
 
 def _state() -> LineRecord | None:

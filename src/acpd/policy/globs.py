@@ -26,15 +26,16 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Final
 
 from acpd.policy import pathtext
 from acpd.policy.budget import check
 
-MAX_MATCHES = 256
-MAX_ENTRIES = 8192
-GLOB_CHARS = re.compile(r"[*?\[]")
-_EXTGLOB = re.compile(r"[?*+@!]\(")
-_OPTION_NAMES = ("dotglob", "nocaseglob", "globstar", "globskipdots", "extglob")
+MAX_MATCHES: Final = 256
+MAX_ENTRIES: Final = 8192
+GLOB_CHARS: Final = re.compile(r"[*?\[]")
+_EXTGLOB: Final = re.compile(r"[?*+@!]\(")
+_OPTION_NAMES: Final = ("dotglob", "nocaseglob", "globstar", "globskipdots", "extglob")
 
 
 class TooWide(Exception):

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from acpd.policy.decision import Verdict
 from acpd.policy.sandbox import PathRules, decision_links, file_stat, matches
 
-SCAN_LIMIT = 4000
+SCAN_LIMIT: Final = 4000
 
 
 class Names(NamedTuple):

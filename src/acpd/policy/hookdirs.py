@@ -27,7 +27,7 @@ Rules:
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from acpd.policy import pathtext
 from acpd.policy.decision import Verdict
@@ -36,7 +36,7 @@ from acpd.policy.programs.git_index import Unreadable, find_repository
 from acpd.policy.sandbox import decision_links, inside
 from acpd.policy.threadstate import HookMemo
 
-_memo = HookMemo()
+_memo: Final = HookMemo()
 
 
 def hooks_write(lexical: str, real: str, raw: str, roots: tuple[str, ...], *,

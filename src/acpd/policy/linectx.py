@@ -9,6 +9,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterable
+from typing import Final
 
 from acpd.policy import budget as budget_mod
 from acpd.policy import contexts, globs, pathtext
@@ -27,7 +28,7 @@ from acpd.policy.sandbox import (
 from acpd.policy.text import nfkc_variant, strip_line_continuations
 from acpd.policy.words import Env, expand
 
-MAX_ARGV_COMBOS = 16
+MAX_ARGV_COMBOS: Final = 16
 
 
 def _over(written: str, tree: str, kind: str, pattern: bool, sandboxed: bool,
@@ -85,7 +86,7 @@ def _merged(entries: list[Rely]) -> list[Rely]:
     return list(widest.values())
 
 
-MAX_LINKS = 40
+MAX_LINKS: Final = 40
 """Links followed resolving one path (the kernel's limit)."""
 
 
@@ -107,13 +108,13 @@ def _steps(path: str) -> tuple[list[str], str]:
         try:
             found = os.lstat(nxt)
         except (OSError, ValueError):
-            return links, os.path.normpath("/".join((nxt, *reversed(todo))))
+            return links, pathtext.normpath("/".join((nxt, *reversed(todo))))
         if not stat.S_ISLNK(found.st_mode):
             cur = nxt
             continue
         links.append(nxt)
         if len(links) > MAX_LINKS:  # ELOOP: the command fails there
-            return links, os.path.normpath("/".join((nxt, *reversed(todo))))
+            return links, pathtext.normpath("/".join((nxt, *reversed(todo))))
         target = os.readlink(nxt)
         if target.startswith("/"):
             cur = "/"
@@ -164,7 +165,7 @@ def may_name(pattern: str, path: str) -> bool:
         return False
     literal = "/" + "/".join(parts[:first])
     names = [p for p in path.split("/") if p]
-    for head in dict.fromkeys((os.path.normpath(literal), resolve(literal))):
+    for head in dict.fromkeys((pathtext.normpath(literal), resolve(literal))):
         start = [p for p in head.split("/") if p]
         if len(names) > len(start) and names[:len(start)] == start and _names_match(
                 parts[first:], names[len(start):]):
@@ -181,12 +182,12 @@ def _names_match(parts: list[str], names: list[str]) -> bool:
     return True
 
 
-REPEATS = re.compile(r"\b(?:for|while|until|select|function|xargs|parallel|find|watch)\b"
-                      r"|\(\s*\)")
+REPEATS: Final = re.compile(r"\b(?:for|while|until|select|function|xargs|parallel|find|watch)\b"
+                             r"|\(\s*\)")
 """What may run a simple command of the line more than once (a superset: a word in a
 quoted string counts too)."""
-_REPEAT_HINTS = ("for", "while", "until", "select", "function", "xargs", "parallel", "find",
-                 "watch", "(")
+_REPEAT_HINTS: Final = ("for", "while", "until", "select", "function", "xargs", "parallel", "find",
+                        "watch", "(")
 
 
 def may_repeat(text: str) -> bool:
@@ -194,10 +195,10 @@ def may_repeat(text: str) -> bool:
     text it can match is there at all: the common case."""
     return any(hint in text for hint in _REPEAT_HINTS) and REPEATS.search(text) is not None
 
-MAX_STALE_CHECKS = 20_000
+MAX_STALE_CHECKS: Final = 20_000
 """Comparisons of the line's writes with what its checks relied on, at most (about 1 µs
 each): past it the line asks (the check runs after the budget's)."""
-_LINKING = frozenset({"entry", "data", "link"})
+_LINKING: Final = frozenset({"entry", "data", "link"})
 """Write kinds that may leave a link (or a directory from elsewhere) where they write."""
 
 
@@ -406,7 +407,7 @@ class Ctx:
             for cwd in cwds:
                 joined = pathtext.join(cwd, raw)
                 # `l/../x` with l a link now is where the kernel takes it (sandbox.physical)
-                written = physical(joined) if has_parent_step(raw) else os.path.normpath(joined)
+                written = physical(joined) if has_parent_step(raw) else pathtext.normpath(joined)
                 # and `a/x` with a -> b is b/x: both spellings are compared
                 for form in (written,) if pattern else _spellings(written):
                     for names, why, since, until in tree_forms:

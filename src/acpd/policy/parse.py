@@ -8,6 +8,8 @@ benchmark's cold figure empties the memo before each decision (`clear_memo`).
 
 from __future__ import annotations
 
+from typing import Final
+
 from acpd.policy.fastparse import parse_simple
 from acpd.policy.script import Redirect, Script, SimpleCommand
 from acpd.policy.treewalk import MAX_NODES, parse_full, ready, warm
@@ -15,8 +17,8 @@ from acpd.policy.treewalk import MAX_NODES, parse_full, ready, warm
 __all__ = ["MAX_NODES", "MEMO_ENTRIES", "MEMO_MAX_CHARS", "Redirect", "Script",
            "SimpleCommand", "clear_memo", "parse", "parse_full", "parse_memo", "ready", "warm"]
 
-MEMO_MAX_CHARS = 4096
-MEMO_ENTRIES = 512
+MEMO_MAX_CHARS: Final = 4096
+MEMO_ENTRIES: Final = 512
 _memo: dict[str, Script] = {}
 
 

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import Final
 
 from acpd.policy import pathtext
 from acpd.policy.sandbox import PathRules, inside
 
-BASH_BUILTINS = frozenset({
+BASH_BUILTINS: Final = frozenset({
     ".", ":", "[", "alias", "bg", "bind", "break", "builtin", "caller", "cd", "command",
     "compgen", "complete", "compopt", "continue", "declare", "dirs", "disown", "echo",
     "enable", "eval", "exec", "exit", "export", "false", "fc", "fg", "getopts", "hash", "help",
@@ -49,7 +50,7 @@ def writable_entries(path_var: str, rules: PathRules) -> list[tuple[str, bool]]:
         if not entry.startswith("/"):
             out.append((entry, True))
             continue
-        norm = os.path.normpath(entry)
+        norm = pathtext.normpath(entry)
         # Write roots (/tmp/**) are left out: a checkout's .venv/bin under /tmp on PATH would
         # make every command ask (a limit, docs/policy.md).
         out.append((norm, inside(norm, rules.roots) is not None))

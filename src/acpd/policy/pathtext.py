@@ -1,4 +1,5 @@
-"""`os.path.join`, `dirname` and `basename` for `str` paths, as posixpath computes them.
+"""`os.path.join`, `dirname`, `basename` and `normpath` for `str` paths, as posixpath computes
+them.
 
 posixpath's functions are interpreted Python (with `os.fspath` and separator look-ups on
 every call); the judge calls them on every path of every decision. These give the very same
@@ -6,6 +7,14 @@ strings (tests/policy/test_pathtext.py checks them against posixpath) and are co
 the judge (_native.py)."""
 
 from __future__ import annotations
+
+import os
+import posix
+from collections.abc import Callable
+from typing import Final
+
+_C_NORMPATH: Final[Callable[[str], str] | None] = getattr(posix, "_path_normpath", None)
+"""What posixpath.normpath calls on CPython 3.11 and later, without its interpreted wrapper."""
 
 
 def join(a: str, *rest: str) -> str:
@@ -30,3 +39,9 @@ def dirname(p: str) -> str:
 
 def basename(p: str) -> str:
     return p[p.rfind("/") + 1 :]
+
+
+def normpath(p: str) -> str:
+    if _C_NORMPATH is None:
+        return os.path.normpath(p)
+    return _C_NORMPATH(p) or "."

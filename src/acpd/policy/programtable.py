@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable
+from typing import Final
 
 from acpd.policy import programs
 from acpd.policy.argspec import spec_for
 from acpd.policy.blocklist import BLOCKED_BUILTINS, SHELLS
 from acpd.policy.rulematch import CompiledRule
 
-_PATH_COMMANDS = frozenset({"dd", "find"})
-_MEMO_MAX = 4096
+_PATH_COMMANDS: Final = frozenset({"dd", "find"})
+_MEMO_MAX: Final = 4096
 
 
 class Entry:

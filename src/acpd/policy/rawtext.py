@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import bisect
 import re
+from typing import Final
 
 from acpd.policy.budget import check
 from acpd.policy.script import Script, SimpleCommand
 
-_SITE = re.compile(rb"`|\$\(")
+_SITE: Final = re.compile(rb"`|\$\(")
 
 
 def substitution_sites(data: bytes, masks: list[tuple[int, int]],
@@ -67,7 +68,8 @@ def mark_background(script: Script, jobs: list[tuple[int, int]]) -> None:
         cmd.background = bool(open_ends)
 
 
-_TOKEN = re.compile(r"""(?:[^\s;&|()'"\\]|\\.|'[^']*'?|"(?:[^"\\]|\\.)*"?)+|&&|\|\||[;&|()]""")
+_TOKEN: Final = re.compile(
+    r"""(?:[^\s;&|()'"\\]|\\.|'[^']*'?|"(?:[^"\\]|\\.)*"?)+|&&|\|\||[;&|()]""")
 
 
 def fallback(text: str, fn: str | None) -> list[SimpleCommand]:

@@ -18,10 +18,12 @@ Limits: `install`, `rsync` and `git mv` have no allow rule in the default policy
 
 from __future__ import annotations
 
+from typing import Final
+
 from acpd.policy import pathtext
 
-PROGRAMS = frozenset({"mv", "cp", "ln"})
-_VALUE_SHORTS = frozenset("St")
+PROGRAMS: Final = frozenset({"mv", "cp", "ln"})
+_VALUE_SHORTS: Final = frozenset("St")
 """Short options of cp/mv/ln that take a value (the rest of a cluster is that value)."""
 
 

@@ -8,13 +8,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Final
 
 from acpd.policy.argspec import Scan, option_matches, scan
 from acpd.policy.checks import CHECKS, CheckContext
 from acpd.policy.rules import Rule
 from acpd.policy.words import DYN
 
-GLOB = re.compile(r"[*?]|\[.*\]")
+GLOB: Final = re.compile(r"[*?]|\[.*\]")
 
 
 OptionTest = tuple[str, Callable[[str], object] | None]

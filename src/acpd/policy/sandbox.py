@@ -15,17 +15,19 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Final
 
 from acpd.pathglob import glob_regex
+from acpd.policy import pathtext
 from acpd.policy.decision import Verdict
 from acpd.policy.gitdirs import git_dir_write
 from acpd.policy.threadstate import DecisionScope
 from acpd.policy.words import DYN
 
-_DEV_FD = re.compile(r"/dev/fd/\d+")
-REDIRECT_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin",
-                              "/dev/tty", "/dev/zero", "/dev/random", "/dev/urandom"})
-_GLOB = re.compile(r"[*?\[]")
+_DEV_FD: Final = re.compile(r"/dev/fd/\d+")
+REDIRECT_DEVICES: Final = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin",
+                                     "/dev/tty", "/dev/zero", "/dev/random", "/dev/urandom"})
+_GLOB: Final = re.compile(r"[*?\[]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +43,7 @@ class PathPattern:
     known (see `_required_literal`)."""
 
 
-_GLOB_OPERATOR = re.compile(r"\*\*/|\*|\?")
+_GLOB_OPERATOR: Final = re.compile(r"\*\*/|\*|\?")
 """What `glob_regex` turns into a wildcard (`**/` may stand for nothing at all)."""
 
 
@@ -99,7 +101,7 @@ def resolved_variants(patterns: tuple[str, ...], home: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-LINK_SCAN = 512
+LINK_SCAN: Final = 512
 
 
 def _linked_out(directory: str) -> list[str]:
@@ -270,11 +272,11 @@ def glob_may_match(path: str, patterns: tuple[PathPattern, ...],
     return None
 
 
-_O_PATH = getattr(os, "O_PATH", 0)
-_FD_LINK = "/proc/self/fd/" if os.path.isdir("/proc/self/fd") else ""
-_WALK_MAX = 3
+_O_PATH: Final = getattr(os, "O_PATH", 0)
+_FD_LINK: Final = "/proc/self/fd/" if os.path.isdir("/proc/self/fd") else ""
+_WALK_MAX: Final = 3
 """Components an lstat walk may take; a longer path costs the three calls of `_open_name`."""
-_MEMO_MAX = 4096
+_MEMO_MAX: Final = 4096
 
 class _Decision:
     """The file-system memos of the decision running on a thread: they live exactly as long
@@ -288,7 +290,7 @@ class _Decision:
         self.links: dict[tuple[int, int], object] = {}
 
 
-_scope = DecisionScope()
+_scope: Final = DecisionScope()
 
 
 def open_decision() -> _Decision | None:
@@ -411,7 +413,7 @@ def normalized_roots(roots: tuple[str, ...]) -> tuple[str, ...]:
     out = []
     for root in roots:
         real = resolve(root)
-        out.append(_normpath(real) if real.startswith("/") else os.path.normpath(real))
+        out.append(_normpath(real) if real.startswith("/") else pathtext.normpath(real))
     return tuple(out)
 
 
@@ -419,7 +421,7 @@ def clear_cache() -> None:
     """Nothing to clear any more (no file-system fact is cached); kept for callers."""
 
 
-_DOT_COMPONENT = re.compile(r"/\.\.?(?:/|$)")
+_DOT_COMPONENT: Final = re.compile(r"/\.\.?(?:/|$)")
 
 
 def _join(cwd: str, raw: str) -> str:
@@ -432,10 +434,10 @@ def _normpath(path: str) -> str:
     empty, `.` or `..` component, no trailing slash), and with less of it when its only
     oddity is `.` components (`./victim` joined to the cwd: the common case)."""
     if "//" in path or path.endswith("/"):
-        return os.path.normpath(path)
+        return pathtext.normpath(path)
     if "/." in path and _DOT_COMPONENT.search(path):
         if "/.." in path:
-            return os.path.normpath(path)
+            return pathtext.normpath(path)
         while "/./" in path:  # each pass drops every other one of a run (`/././`)
             path = path.replace("/./", "/")
         if path.endswith("/."):

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Final
 
 from acpd.policy.budget import check
 from acpd.policy.decision import Findings
 
-BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+BIDI: Final = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
 """Directional controls: they make the text an approver reads differ from the text bash runs."""
 
-INVISIBLE = frozenset(
+INVISIBLE: Final = frozenset(
     "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u00ad\u034f\u180e\u115f\u1160"
     "\u3164\uffa0"
 )
@@ -59,9 +60,9 @@ def check_text(command: str, max_bytes: int, out: Findings) -> bool:
     return True
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
-LAST_PARSED_CODE_POINT = 0x3FFFF
+LAST_PARSED_CODE_POINT: Final = 0x3FFFF
 """Planes 0-3 hold every script, symbol and emoji; nothing above is handed to the parser."""
 
 

@@ -26,15 +26,17 @@ one `os.stat` per pin name, on every decision (nothing cached); a stat that fail
 from __future__ import annotations
 
 import os
+from typing import Final
 
 from acpd.policy import pathtext
 from acpd.policy.sandbox import inside
 
-MAX_UP = 64
-MANAGERS = (".tool-versions", ".mise.toml", "mise.toml", ".mise.local.toml", "mise.local.toml",
-            ".mise/config.toml", ".config/mise.toml", ".config/mise/config.toml", ".rtx.toml")
-_RUST = ("rust-toolchain", "rust-toolchain.toml", *MANAGERS)
-_GO = ("go.mod", "go.work", *MANAGERS)
+MAX_UP: Final = 64
+MANAGERS: Final = (".tool-versions", ".mise.toml", "mise.toml", ".mise.local.toml",
+                   "mise.local.toml", ".mise/config.toml", ".config/mise.toml",
+                   ".config/mise/config.toml", ".rtx.toml")
+_RUST: Final = ("rust-toolchain", "rust-toolchain.toml", *MANAGERS)
+_GO: Final = ("go.mod", "go.work", *MANAGERS)
 PINNED: dict[str, tuple[str, ...]] = {
     "cargo": _RUST, "rustc": _RUST, "rustup": _RUST, "rustdoc": _RUST, "go": _GO,
     **{name: MANAGERS for name in ("python", "python3", "pip", "pip3", "node", "npm", "npx",

@@ -8,29 +8,30 @@ docstring. Loops over a node's children check the decision's time budget every 2
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from acpd.policy.budget import check
 from acpd.policy.rawtext import fallback
 from acpd.policy.script import Redirect, Script, SimpleCommand
 
-REDIRECTS = {"file_redirect", "heredoc_redirect", "herestring_redirect"}
-LEAVES = frozenset({"word", "raw_string", "ansi_c_string", "number", "comment",
-                     "heredoc_start", "heredoc_end", "heredoc_content", "string_content",
-                     "variable_name", "test_operator", "file_descriptor", "special_variable_name",
-                     "regex"})
-_BLOCKED_NODES = {
+REDIRECTS: Final = {"file_redirect", "heredoc_redirect", "herestring_redirect"}
+LEAVES: Final = frozenset({"word", "raw_string", "ansi_c_string", "number", "comment",
+                           "heredoc_start", "heredoc_end", "heredoc_content", "string_content",
+                           "variable_name", "test_operator", "file_descriptor",
+                           "special_variable_name", "regex"})
+_BLOCKED_NODES: Final = {
     "process_substitution": ("blocklist.process-substitution",
                              "process substitution <(...)/>(...)"),
     "herestring_redirect": ("blocklist.here-string", "here-string <<<"),
 }
 
 
-HANDLED = frozenset({"command", "redirected_statement", "declaration_command", "unset_command",
-                      "variable_assignment", "function_definition", "for_statement",
-                      "test_command", "command_substitution", "arithmetic_expansion",
-                      "expansion", "ERROR", "compound_statement", "c_style_for_statement",
-                      "subscript", "heredoc_redirect", "file_redirect", *_BLOCKED_NODES})
+HANDLED: Final = frozenset({"command", "redirected_statement", "declaration_command",
+                            "unset_command", "variable_assignment", "function_definition",
+                            "for_statement", "test_command", "command_substitution",
+                            "arithmetic_expansion", "expansion", "ERROR", "compound_statement",
+                            "c_style_for_statement", "subscript", "heredoc_redirect",
+                            "file_redirect", *_BLOCKED_NODES})
 """Node kinds the walk acts on; every other named node is only descended into."""
 
 
@@ -62,8 +63,8 @@ class Walk:
         return self.data[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
 
 
-QUOTING = frozenset({"string", "translated_string", "heredoc_body"})
-SINGLE_QUOTED = frozenset({"raw_string", "ansi_c_string", "comment"})
+QUOTING: Final = frozenset({"string", "translated_string", "heredoc_body"})
+SINGLE_QUOTED: Final = frozenset({"raw_string", "ansi_c_string", "comment"})
 """Leaves bash does not expand (outside double quotes): single-quoted strings, comments."""
 
 
@@ -75,8 +76,8 @@ def mask_words(node: Any, w: Walk) -> None:
             w.masks.append((child.start_byte, child.end_byte))
 
 
-_REDIRECT_OWNERS = frozenset({"command", "redirected_statement", "heredoc_redirect",
-                              "declaration_command", "unset_command"})
+_REDIRECT_OWNERS: Final = frozenset({"command", "redirected_statement", "heredoc_redirect",
+                                     "declaration_command", "unset_command"})
 """Nodes whose redirects are handed to a simple command; a redirect under any other node
 (`f() { ...; } >/etc/x`, applied whenever f runs) is judged on its own."""
 
@@ -320,8 +321,8 @@ def _redirect(node: Any, w: Walk) -> Redirect:
     return Redirect(op, target, fd)
 
 
-_LEAF = {"word", "string", "raw_string", "concatenation", "ansi_c_string", "number",
-         "simple_expansion", "expansion", "translated_string", "test_operator"}
+_LEAF: Final = {"word", "string", "raw_string", "concatenation", "ansi_c_string", "number",
+                "simple_expansion", "expansion", "translated_string", "test_operator"}
 
 
 def _leaf_words(node: Any, w: Walk) -> list[str]:
@@ -340,7 +341,7 @@ def _leaf_words(node: Any, w: Walk) -> list[str]:
     return out
 
 
-_ARITH_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_ARITH_TESTS: Final = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 
 
 def _arith_operands(node: Any, w: Walk) -> list[str]:

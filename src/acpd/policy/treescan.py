@@ -19,7 +19,7 @@ import fnmatch
 import os
 import re
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from acpd.pathglob import glob_regex
 from acpd.policy import pathtext
@@ -27,10 +27,10 @@ from acpd.policy.gitdirs import is_git_directory
 from acpd.policy.sandbox import PathRules, inside, matches
 from acpd.readcap import read_upto
 
-MAX_GITIGNORE = 64 * 1024
+MAX_GITIGNORE: Final = 64 * 1024
 Ignored = Callable[[str, bool], bool]
 
-SCAN_LIMIT = 4000
+SCAN_LIMIT: Final = 4000
 
 
 class TreeFacts(NamedTuple):
@@ -164,7 +164,7 @@ def denied_in_tree(path: str, rules: PathRules, *, hidden: bool = True,
                  links_only=links_only)
 
 
-MAX_RESCANS = 4
+MAX_RESCANS: Final = 4
 
 
 def _unless_named(ignored: Ignored, top: str, names: frozenset[str]) -> Ignored:
@@ -262,7 +262,7 @@ def _both(first: Ignored, second: Ignored) -> Ignored:
     return lambda path, is_dir: first(path, is_dir) or second(path, is_dir)
 
 
-RG_ORDERED = "\x00rg"
+RG_ORDERED: Final = "\x00rg"
 """First item of an include list that is rg's `-g` globs in command-line order."""
 
 
@@ -301,7 +301,7 @@ def _rg_overrides(globs: tuple[str, ...]) -> Ignored:
     return skipped
 
 
-IGNORE_FILES = (".gitignore", ".ignore", ".rgignore")
+IGNORE_FILES: Final = (".gitignore", ".ignore", ".rgignore")
 """Files that can re-include (`!`) what the root's `.gitignore` ignores, for git or rg."""
 
 

@@ -35,7 +35,7 @@ special_variable_name, test_operator, file_descriptor, regex) hold no command.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Final
 
 from acpd.policy import budget
 from acpd.policy.budget import check
@@ -53,9 +53,9 @@ from acpd.policy.treenodes import (
     visit,
 )
 
-MAX_NODES = 50_000
+MAX_NODES: Final = 50_000
 
-_local = threading.local()
+_local: Final = threading.local()
 
 
 def _parser() -> Any:
@@ -79,7 +79,7 @@ def warm() -> None:
     _parser()
 
 
-_MASK_NON_ASCII = bytes(range(128)) + b"A" * 128
+_MASK_NON_ASCII: Final = bytes(range(128)) + b"A" * 128
 
 
 def parse_full(source: str) -> Script:
@@ -176,7 +176,7 @@ def parse_full(source: str) -> Script:
     return script
 
 
-_CHUNKED = 4096
+_CHUNKED: Final = 4096
 """Inputs at least this long are parsed with a progress callback that stops at the deadline
 (tree-sitter takes 100+ ms on some 64 KiB inputs, a 60 KB pipeline for one)."""
 

@@ -5,6 +5,8 @@ contexts (`_eval`), assignments and the builtins that assign (`_builtin`). A mix
 
 from __future__ import annotations
 
+from typing import Final
+
 from mypy_extensions import trait
 
 from acpd.policy import budget as budget_mod
@@ -14,7 +16,7 @@ from acpd.policy.blocklist import word_findings
 from acpd.policy.linectx import MAX_ARGV_COMBOS, Ctx, glob_alternatives
 from acpd.policy.words import DYN, Env, expand, expand_segments, simple_value
 
-_SCOPE_NAMES = frozenset({"command", "builtin", *contexts.ASSIGNERS})
+_SCOPE_NAMES: Final = frozenset({"command", "builtin", *contexts.ASSIGNERS})
 
 
 @trait  # a mixin of CompiledPolicy: compiled (mypyc), a class of two bases needs it

@@ -12,21 +12,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from itertools import pairwise, product
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from acpd.policy.braces import brace_expand
 from acpd.policy.budget import TooComplex, check
 
-MAX_ALTERNATIVES = 16
-MAX_NESTING = 16
+MAX_ALTERNATIVES: Final = 16
+MAX_NESTING: Final = 16
 """`${a:-${b:-...}}` deeper than this is not modelled (TooComplex: the judge asks)."""
-DYN = "\x00?"
+DYN: Final = "\x00?"
 """Stands for an unknown value inside a computed string."""
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]|[@*#?$!\-]")
-_GLOB_CHARS = frozenset("*?[")
-_ANSI = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
-         "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]|[@*#?$!\-]")
+_GLOB_CHARS: Final = frozenset("*?[")
+_ANSI: Final = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
+                "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +62,7 @@ class Expanded(NamedTuple):
     glob: bool
 
 
-_ANSI_ESCAPE = re.compile(
+_ANSI_ESCAPE: Final = re.compile(
     r"\\(?:x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})"
     r"|c(.)|(.))", re.DOTALL)
 
@@ -159,8 +159,8 @@ def _dollar(text: str, i: int, quoted: bool, segs: list[Seg]) -> int:
     return i + 1
 
 
-_OPS = (":-", ":=", ":+", ":?", "-", "=", "+", "?", "##", "#", "%%", "%", "//", "/", "^^",
-        "^", ",,", ",", "@", ":")
+_OPS: Final = (":-", ":=", ":+", ":?", "-", "=", "+", "?", "##", "#", "%%", "%", "//", "/", "^^",
+               "^", ",,", ",", "@", ":")
 
 
 def _parse_braced(body: str, quoted: bool) -> Seg:
@@ -180,14 +180,14 @@ def _parse_braced(body: str, quoted: bool) -> Seg:
     return Dyn("unparsed ${...}", quoted)
 
 
-_TILDE = re.compile(r"~([^/\\'\"$`]*)(?=/|$)")
+_TILDE: Final = re.compile(r"~([^/\\'\"$`]*)(?=/|$)")
 """A tilde-prefix: up to the first slash, with nothing quoted or expanded in it."""
-_ASSIGNISH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+_ASSIGNISH: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 """A word shaped like an assignment (`of=~/x`): bash expands a tilde-prefix after its `=`
 and after each unquoted `:` in it, even as a command's argument (`dd of=~/.bashrc`)."""
-_TILDE_IN_ASSIGN = re.compile(r"~([^/:\\'\"$`]*)(?=[/:]|$)")
-_STACK_PREFIX = re.compile(r"[+-]?[0-9]*")
-_STACK = "\x00stack"
+_TILDE_IN_ASSIGN: Final = re.compile(r"~([^/:\\'\"$`]*)(?=[/:]|$)")
+_STACK_PREFIX: Final = re.compile(r"[+-]?[0-9]*")
+_STACK: Final = "\x00stack"
 
 
 def tilde_place(prefix: str, home: str) -> str | None:
@@ -351,7 +351,7 @@ def expand_text(text: str, env: Env, home: str, depth: int = 0) -> tuple[str, bo
     return "".join(out), dynamic
 
 
-PLAIN = re.compile(r"[A-Za-z0-9_./:=,+@%^-]+")
+PLAIN: Final = re.compile(r"[A-Za-z0-9_./:=,+@%^-]+")
 """A word made of these characters is its own only value."""
 
 

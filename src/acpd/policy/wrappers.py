@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
+from typing import Final
 
 from acpd.policy import pathtext
 from acpd.policy.argspec import scan
@@ -19,7 +20,7 @@ from acpd.policy.decision import Verdict
 from acpd.policy.programs.spec import Model, Parsed, Program, parse_argv, program
 from acpd.policy.words import DYN
 
-MAX_PEEL = 16
+MAX_PEEL: Final = 16
 
 
 @dataclass(slots=True)
@@ -50,8 +51,8 @@ _SIMPLE: dict[str, tuple[frozenset[str], int]] = {
                  "--group", "--chdir", "--prompt"), 0),
     "doas": (_fs("-u", "-C"), 0),
 }
-_ENV_VALUES = _fs("-u", "-C", "-S", "-P", "--unset", "--chdir", "--split-string")
-_SHELL_VALUES = _fs("-o", "-O", "+o", "+O", "--rcfile", "--init-file")
+_ENV_VALUES: Final = _fs("-u", "-C", "-S", "-P", "--unset", "--chdir", "--split-string")
+_SHELL_VALUES: Final = _fs("-o", "-O", "+o", "+O", "--rcfile", "--init-file")
 
 
 # ---- option tables (GNU getopt_long: clusters, attached values, unique long prefixes) -----
@@ -137,12 +138,12 @@ def _options(name: str, args: list[str], res: Resolution) -> tuple[int, Parsed, 
     return len(args) - len(parsed.positionals), parsed, pid
 
 
-DETACHING = frozenset({"setsid", "nohup", "disown", "daemonize", "coproc"})
+DETACHING: Final = frozenset({"setsid", "nohup", "disown", "daemonize", "coproc"})
 """Wrappers whose command may outlive the kill of its process group."""
 
-WRAPPERS = frozenset({*_SIMPLE, *_TABLES, "env", "command", "exec", "busybox", "coproc", "xargs",
-                      "parallel", "flock", "watch", "eval", "trap", "su", "runuser", "script",
-                      "find", "fd", "fdfind", *SHELLS})
+WRAPPERS: Final = frozenset({*_SIMPLE, *_TABLES, "env", "command", "exec", "busybox", "coproc",
+                             "xargs", "parallel", "flock", "watch", "eval", "trap", "su", "runuser",
+                             "script", "find", "fd", "fdfind", *SHELLS})
 """Every name `unwrap` acts on: any other command comes back from it unchanged."""
 
 
@@ -338,10 +339,10 @@ def unwrap(argv: list[str]) -> Resolution:
     return res
 
 
-_ENV_LONG = {"ignore-environment": 0, "null": 0, "unset": 1, "chdir": 1, "split-string": 1,
-             "debug": 0, "ignore-signal": 2, "default-signal": 2, "block-signal": 2,
-             "list-signal-handling": 0, "help": 0, "version": 0}
-_ENV_SHORT_VALUE = frozenset("uCSP")
+_ENV_LONG: Final = {"ignore-environment": 0, "null": 0, "unset": 1, "chdir": 1, "split-string": 1,
+                    "debug": 0, "ignore-signal": 2, "default-signal": 2, "block-signal": 2,
+                    "list-signal-handling": 0, "help": 0, "version": 0}
+_ENV_SHORT_VALUE: Final = frozenset("uCSP")
 
 
 def _env_option(args: list[str], i: int) -> tuple[str, str | None, int]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Final
 
 from acpd.policy import pathtext
 from acpd.policy.argspec import path_args
@@ -20,13 +21,13 @@ from acpd.policy.text import strip_line_continuations
 from acpd.policy.words import literal
 from acpd.policy.wrappers import unwrap
 
-WRITE_INDICATORS = frozenset({
+WRITE_INDICATORS: Final = frozenset({
     "rm", "rmdir", "unlink", "shred", "mv", "cp", "install", "ln", "dd", "truncate", "tee",
     "touch", "mkdir", "chmod", "chown", "chgrp", "patch", "sed", "perl", "tar", "unzip",
     "gzip", "gunzip", "git", "sort", "rsync",
 })
-READ_REDIRECTS = frozenset({"<", "<&", "<<", "<<-", "<<<"})
-MAX_DEPTH = 4
+READ_REDIRECTS: Final = frozenset({"<", "<&", "<<", "<<-", "<<<"})
+MAX_DEPTH: Final = 4
 
 
 @dataclass(slots=True)
@@ -48,7 +49,7 @@ class WritePlan:
         if raw is None or not raw or any(c in raw for c in "*?["):
             self.dynamic = True
             return
-        path = os.path.normpath(pathtext.join(cwd, raw))
+        path = pathtext.normpath(pathtext.join(cwd, raw))
         if path not in self.targets and not path.startswith("/dev/"):
             self.targets.append(path)
 
@@ -117,13 +118,13 @@ def _collect(source: str, cwd: str, home: str, plan: WritePlan, depth: int) -> N
         plan.dynamic = True
 
 
-CD_COMMANDS = frozenset({"cd", "pushd", "popd", "chdir"})
-UNKNOWN_WRITES = frozenset({"git", "perl", "tar", "unzip", "patch", "rsync", "install"})
+CD_COMMANDS: Final = frozenset({"cd", "pushd", "popd", "chdir"})
+UNKNOWN_WRITES: Final = frozenset({"git", "perl", "tar", "unzip", "patch", "rsync", "install"})
 """Write commands whose targets their words do not name (git's work tree and .git, an
 archive's members, a patch's files): a plan that holds one cannot be complete."""
-SAME_SHELL_CODE = frozenset({"eval", "source", "."})
-CHDIR_OPTIONS = ("-C", "--chdir", "-D", "--directory")
-MAX_DIRS = 8
+SAME_SHELL_CODE: Final = frozenset({"eval", "source", "."})
+CHDIR_OPTIONS: Final = ("-C", "--chdir", "-D", "--directory")
+MAX_DIRS: Final = 8
 
 
 class _Dirs:
@@ -163,7 +164,7 @@ class _Dirs:
             self.unknown = True  # OLDPWD, the stack, a variable, CDPATH: not from the text
             return
         self._pushed = self._pushed or name == "pushd"
-        moved = [os.path.normpath(pathtext.join(d, target)) for d in self.now]
+        moved = [pathtext.normpath(pathtext.join(d, target)) for d in self.now]
         self.now = list(dict.fromkeys([*self.now, *moved]))
         if len(self.now) > MAX_DIRS:
             self.unknown = True

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import os
 import tarfile
+from typing import Final
 
 from acpd.policy import pathtext
 from acpd.policy.words import DYN
 
-MAX_BYTES = 8 << 20
-_RENAMING = frozenset({"--transform", "--xform", "--strip-components"})
-MAX_MEMBERS = 2000
+MAX_BYTES: Final = 8 << 20
+_RENAMING: Final = frozenset({"--transform", "--xform", "--strip-components"})
+MAX_MEMBERS: Final = 2000
 
 
 def _is_git(path: str) -> bool:
@@ -82,7 +83,7 @@ def judge_members(args: list[str], cwd: str, roots: tuple[str, ...]) -> tuple[bo
     if ext is None:
         return False, False
     archives, dirs, absolute = ext
-    bases = [os.path.normpath(pathtext.join(cwd, d)) for d in dirs if DYN not in d]
+    bases = [pathtext.normpath(pathtext.join(cwd, d)) for d in dirs if DYN not in d]
     if len(bases) != len(dirs):
         return False, True
     bases.append(cwd)

@@ -24,12 +24,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Final
 
-_RAW_RISK = re.compile(r"\bgetline\b|\bsystem\b|\bARG[VC]\b|@|\|&")
-_REGEX_AFTER_WORD = frozenset({"print", "printf", "return", "else", "do"})
-_STATEMENT_HEADS = frozenset({"if", "while", "for", "switch"})
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_NUMBER = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+_RAW_RISK: Final = re.compile(r"\bgetline\b|\bsystem\b|\bARG[VC]\b|@|\|&")
+_REGEX_AFTER_WORD: Final = frozenset({"print", "printf", "return", "else", "do"})
+_STATEMENT_HEADS: Final = frozenset({"if", "while", "for", "switch"})
+_WORD: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NUMBER: Final = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,11 +7,12 @@ builtins, from their manuals. Value roles are explained in `spec.py`.
 from __future__ import annotations
 
 import re
+from typing import Final
 
 from acpd.policy.programs.spec import Model, Parsed, Program, program
 
-LIST = "list"
-_HELP = " help version"
+LIST: Final = "list"
+_HELP: Final = " help version"
 
 TABLE: dict[str, Program] = {}
 
@@ -39,7 +40,7 @@ add(program("head", "c:n:qvz", "bytes= lines= quiet silent verbose zero-terminat
             numeric=True))
 add(program("tail", "c:fFn:qs:vz", "bytes= follow[=] lines= max-unchanged-stats= pid= quiet "
             "silent retry sleep-interval= verbose zero-terminated" + _HELP, numeric=True))
-_GREP_LONG = (
+_GREP_LONG: Final = (
     "extended-regexp fixed-strings basic-regexp perl-regexp regexp= file= ignore-case "
     "no-ignore-case word-regexp line-regexp null-data no-messages invert-match max-count= "
     "byte-offset line-number no-line-number line-buffered with-filename no-filename label= "
@@ -47,9 +48,9 @@ _GREP_LONG = (
     "dereference-recursive include= exclude= exclude-from= exclude-dir= files-without-match "
     "files-with-matches count initial-tab null context= before-context= after-context= "
     "color[=] colour[=] binary" + _HELP)
-_GREP_ROLES = {"-e/--regexp": "pattern", "-f/--file": "read,pattern",
-               "--exclude-from": "read", "-r/-R/--recursive/--dereference-recursive":
-               "recursive"}
+_GREP_ROLES: Final = {"-e/--regexp": "pattern", "-f/--file": "read,pattern",
+                      "--exclude-from": "read", "-r/-R/--recursive/--dereference-recursive":
+                      "recursive"}
 add(program("grep", "EFGPiyvwxcLloqsbHhnTZzraIUVe:f:m:A:B:C:D:d:R", _GREP_LONG, _GREP_ROLES,
             positionals="pattern-read", numeric=True), "egrep", "fgrep")
 add(program(
@@ -195,8 +196,8 @@ add(program("realpath", "emLPqsz", "canonicalize-existing canonicalize-missing l
             positionals="text"))
 add(program("readlink", "femnqsvz", "canonicalize canonicalize-existing canonicalize-missing "
             "no-newline quiet silent verbose zero" + _HELP))
-_SUM = program("md5sum", "bctwz", "binary check tag text ignore-missing quiet status strict "
-               "warn zero" + _HELP, {"-c/--check": "ask:reads the files its list names"})
+_SUM: Final = program("md5sum", "bctwz", "binary check tag text ignore-missing quiet status strict "
+                      "warn zero" + _HELP, {"-c/--check": "ask:reads the files its list names"})
 add(_SUM, "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum")
 add(program("tac", "brs:", "before regex separator=" + _HELP))
 add(program(
@@ -214,7 +215,7 @@ add(program("touch", "acfhmd:r:t:", "date= reference= time= no-create no-derefer
             + _HELP, {"-r/--reference": "read"}, positionals="write"))
 add(program("rmdir", "pv", "ignore-fail-on-non-empty parents verbose" + _HELP,
             positionals="delete"))
-_CP_LONG = (
+_CP_LONG: Final = (
     "archive attributes-only backup[=] copy-contents debug force interactive link "
     "dereference no-clobber no-dereference preserve[=] no-preserve= parents recursive "
     "reflink[=] remove-destination sparse= strip-trailing-slashes symbolic-link suffix= "

@@ -10,13 +10,15 @@ engine, which asks when they name a repository that is not the workspace's own.
 
 from __future__ import annotations
 
+from typing import Final
+
 from acpd.policy import pathtext
 from acpd.policy.programs.spec import Model, Parsed, Program, apply_roles, parse_argv, program
 
-_H = " help"
-WHOLE_TREE = ":/"
+_H: Final = " help"
+WHOLE_TREE: Final = ":/"
 """A tree operand meaning the whole work tree (git's top-of-tree pathspec)."""
-GLOBAL = program(
+GLOBAL: Final = program(
     "git", "pPvhC:c:",
     "paginate no-pager git-dir= work-tree= namespace= bare no-replace-objects "
     "no-lazy-fetch literal-pathspecs glob-pathspecs noglob-pathspecs icase-pathspecs "
@@ -27,7 +29,7 @@ GLOBAL = program(
      "--attr-source": "unknown"},
     permute=False)
 
-_DIFF = (
+_DIFF: Final = (
     "patch no-patch raw patch-with-raw patch-with-stat indent-heuristic no-indent-heuristic "
     "minimal patience histogram diff-algorithm= anchored= stat[=] stat-width= "
     "stat-name-width= stat-count= stat-graph-width= compact-summary numstat shortstat "
@@ -45,13 +47,13 @@ _DIFF = (
     "output-indicator-old= output-indicator-context= cached staged merge-base no-index "
     "base ours theirs follow cc combined-all-paths diff-merges= no-diff-merges remerge-diff "
     "dd ")
-_DIFF_SHORT = "pusztRabwWqMCBDlSGOIUX"
-_DIFF_ROLES = {
+_DIFF_SHORT: Final = "pusztRabwWqMCBDlSGOIUX"
+_DIFF_ROLES: Final = {
     "--output": "deny:writes a file anywhere",
     "--ext-diff/--textconv": "ask:runs external diff drivers",
     "-O": "read",
 }
-_LOG = (
+_LOG: Final = (
     "oneline graph decorate[=] no-decorate decorate-refs= decorate-refs-exclude= source "
     "use-mailmap mailmap no-mailmap full-diff log-size max-count= skip= since= after= "
     "until= before= since-as-filter= author= committer= grep-reflog= grep= all-match "
@@ -66,7 +68,7 @@ _LOG = (
     "no-expand-tabs notes[=] no-notes show-notes[=] show-notes-by-default standard-notes "
     "no-standard-notes show-signature relative-date date= parents children left-right "
     "show-linear-break[=] count clear-decorations no-graph ")
-_LOG_SHORT = "ngiEFPmcL"
+_LOG_SHORT: Final = "ngiEFPmcL"
 
 
 def _prog(name: str, short: str, long: str, roles: dict[str, str] | None = None,
@@ -172,7 +174,7 @@ SUB["tag"] = _prog(
     {"-d/--delete": "ask:deletes a tag", "-f/--force": "ask:overwrites a tag",
      "-F/--file": "read"}, positionals="text")
 
-_STASH_SUB = {
+_STASH_SUB: Final = {
     "push": _prog("push", "pkqSm:", "patch keep-index no-keep-index -u/include-untracked -a/all "
                   "quiet staged message= pathspec-from-file= pathspec-file-nul",
                   {"--pathspec-from-file": "list"}),
@@ -185,10 +187,10 @@ _STASH_SUB = {
     "create": _prog("create", "", "", positionals="text"),
     "branch": _prog("branch", "", "", positionals="text"),
 }
-STASH_SUB = _STASH_SUB
-_STASH_DESTROY = {"drop": "drops a stash", "clear": "drops every stash",
-                  "store": "rewrites the stash list"}
-_REFLOG_DESTROY = {"expire": "expires reflog entries", "delete": "deletes reflog entries"}
+STASH_SUB: Final = _STASH_SUB
+_STASH_DESTROY: Final = {"drop": "drops a stash", "clear": "drops every stash",
+                         "store": "rewrites the stash list"}
+_REFLOG_DESTROY: Final = {"expire": "expires reflog entries", "delete": "deletes reflog entries"}
 
 
 def model_git(args: list[str], model: Model) -> None:

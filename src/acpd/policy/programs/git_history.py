@@ -28,6 +28,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Final
 
 from acpd.policy import pathtext
 from acpd.policy.decision import Verdict
@@ -59,12 +60,12 @@ from acpd.policy.words import DYN
 
 Finding = tuple[Verdict, str, str]
 
-_INTERACTIVE = {"add": ("--patch", "--interactive", "--edit"),
-                "commit": ("--patch", "--interactive", "--verbose"),
-                "status": ("--verbose",),
-                "checkout": ("--patch",), "restore": ("--patch",), "reset": ("--patch",)}
-_INTERACTIVE_SHORT = {"add": "pie", "commit": "pv", "status": "v", "checkout": "p",
-                      "restore": "p", "reset": "p"}
+_INTERACTIVE: Final = {"add": ("--patch", "--interactive", "--edit"),
+                       "commit": ("--patch", "--interactive", "--verbose"),
+                       "status": ("--verbose",),
+                       "checkout": ("--patch",), "restore": ("--patch",), "reset": ("--patch",)}
+_INTERACTIVE_SHORT: Final = {"add": "pie", "commit": "pv", "status": "v", "checkout": "p",
+                             "restore": "p", "reset": "p"}
 @dataclass(slots=True)
 class GitContent:
     """What judging a git argv found: findings, and exact paths read from the object store
@@ -139,7 +140,7 @@ def git_content(args: list[str], cwds: list[str], rules: PathRules) -> GitConten
     for cwd in cwds:
         where = cwd
         for d in form.dirs:
-            where = os.path.normpath(pathtext.join(where, d))
+            where = pathtext.normpath(pathtext.join(where, d))
         if DYN in where:
             continue
         _judge(form, where, rules, out)
@@ -261,10 +262,10 @@ class _Judge:
         """A path inside a tree: relative to the top of the work tree, or to where git runs
         when it starts with ./ or ../ (both forms are judged when the top is not known)."""
         if path.startswith(("./", "../")) or path in (".", ".."):
-            return [os.path.normpath(pathtext.join(self.where, path))]
+            return [pathtext.normpath(pathtext.join(self.where, path))]
         repo = self.repo()
         tops = [repo.top] if repo is not None else [self.where]
-        return [os.path.normpath(pathtext.join(top, path)) for top in tops]
+        return [pathtext.normpath(pathtext.join(top, path)) for top in tops]
 
     # -- sources ---------------------------------------------------------------------------
 
@@ -310,7 +311,7 @@ class _Judge:
             if s.startswith(":") or GLOB.search(s):
                 out.append(MAGIC)
             else:
-                out.append(os.path.normpath(pathtext.join(self.where, s)))
+                out.append(pathtext.normpath(pathtext.join(self.where, s)))
         return out
 
     # -- subcommands -----------------------------------------------------------------------

@@ -26,18 +26,19 @@ import stat
 from bisect import bisect_right
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from typing import Final
 
 from acpd.policy import budget as budget_mod
 from acpd.policy import pathtext
 from acpd.policy.sandbox import PathPattern, PathRules, inside, matches
 from acpd.readcap import read_upto
 
-MAX_INDEX = 32 * 1024 * 1024
+MAX_INDEX: Final = 32 * 1024 * 1024
 """Bytes of index read at most (a 100,000-file index is about 10 MiB)."""
-MAX_WALK = 64
+MAX_WALK: Final = 64
 """Directories walked up from the working directory looking for `.git`."""
-MAX_SHARED = 8
-_LITERAL = re.compile(r"[^*?\[\]]+")
+MAX_SHARED: Final = 8
+_LITERAL: Final = re.compile(r"[^*?\[\]]+")
 
 
 class Unreadable(Exception):
@@ -54,7 +55,7 @@ class Repository:
 def find_repository(start: str) -> Repository | None:
     """The repository git would use when run in `start` (absolute), or None outside one.
     Raises Unreadable when a `.git` on the way cannot be read."""
-    cur = os.path.normpath(start)
+    cur = pathtext.normpath(start)
     for _ in range(MAX_WALK):
         dot_git = pathtext.join(cur, ".git")
         try:
@@ -87,7 +88,7 @@ def _gitdir_file(path: str, top: str) -> str:
     if len(text) > 4096 or not line.startswith("gitdir:"):
         raise Unreadable(f"{path} is not a gitdir file")
     target = line[len("gitdir:") :].strip()
-    return os.path.normpath(pathtext.join(top, target))
+    return pathtext.normpath(pathtext.join(top, target))
 
 
 def _read(path: str) -> bytes | None:
@@ -313,9 +314,9 @@ def _meet(comp: str, part: str) -> bool:
     return comp.lower() == part.lower()
 
 
-MAGIC = "\x00magic"
+MAGIC: Final = "\x00magic"
 """A pathspec whose reach is not computed (a glob, magic): it may cover any path."""
-_GLOB = re.compile(r"[*?\[]")
+_GLOB: Final = re.compile(r"[*?\[]")
 
 
 def _index_files(repo: Repository) -> list[tuple[bytes, str]]:

@@ -5,10 +5,11 @@ Used by `git_history`."""
 from __future__ import annotations
 
 import re
+from typing import Final
 
 from acpd.policy.programs.git_index import MAGIC
 
-PATCH = frozenset({
+PATCH: Final = frozenset({
     "-p", "-u", "--patch", "-U", "--unified", "--patch-with-raw", "--patch-with-stat",
     "--word-diff", "--word-diff-regex", "--color-words", "--cc", "-c", "--combined-all-paths",
     "-m", "--diff-merges", "--remerge-diff", "--dd", "-G", "-S", "--find-object",
@@ -16,12 +17,12 @@ PATCH = frozenset({
     "--inter-hunk-context", "--textconv", "--ext-diff", "-L", "--binary", "--full-diff",
     "--output"})
 """Options that print file contents (a patch, checked lines) or test them (-G, -S)."""
-NO_CONTENT = frozenset({
+NO_CONTENT: Final = frozenset({
     "--stat", "--numstat", "--shortstat", "--name-only", "--name-status", "--raw", "--summary",
     "--dirstat", "--dirstat-by-file", "--compact-summary", "-s", "--no-patch", "--quiet", "-X"})
 """Output formats that replace the patch with names and counts."""
-LOG_LIKE = frozenset({"log", "whatchanged", "shortlog", "reflog"})
-QUIET_SUBS = frozenset({
+LOG_LIKE: Final = frozenset({"log", "whatchanged", "shortlog", "reflog"})
+QUIET_SUBS: Final = frozenset({
     "status", "rev-parse", "ls-files", "describe", "switch", "remote", "config", "branch",
     "tag", "for-each-ref", "checkout", "restore", "reset", "merge", "rebase", "cherry-pick",
     "revert", "pull", "fetch", "push", "clone", "init", "rm", "clean", "gc", "prune",
@@ -33,8 +34,8 @@ QUIET_SUBS = frozenset({
 Not here: `mv` (renames a denied file to a name no pattern names), `fsck` (--lost-found writes
 blobs under .git/lost-found), `worktree`, `checkout-index`, `unpack-file` (write files out of
 the object store), `notes`, `archive`, `bundle`... they ask."""
-_COMMIT_FORCED = re.compile(r"(?:[~^]\d*|\^\{commit\}|\^[!@-]\d*)+$")
-GLOB = re.compile(r"[*?\[]")
+_COMMIT_FORCED: Final = re.compile(r"(?:[~^]\d*|\^\{commit\}|\^[!@-]\d*)+$")
+GLOB: Final = re.compile(r"[*?\[]")
 
 
 

@@ -6,6 +6,7 @@ a thin shell so that this module can be compiled with the rest of the judge (_na
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Final
 
 from acpd.policy import pathtext
 from acpd.policy.programs import scripts as _scripts
@@ -15,8 +16,8 @@ from acpd.policy.programs.spec import Model, Parsed, Program, apply_roles, parse
 
 __all__ = ["Model", "known", "model", "names"]
 
-_DOCKER_GLOBAL = program("docker", "Dl:", "debug log-level=", permute=False)
-_DOCKER = {
+_DOCKER_GLOBAL: Final = program("docker", "Dl:", "debug log-level=", permute=False)
+_DOCKER: Final = {
     "ps": program("ps", "af:n:lqs", "all filter= format= last= latest no-trunc quiet size",
                   positionals="none"),
     "images": program("images", "af:q", "all digests filter= format= no-trunc quiet tree",

@@ -9,6 +9,7 @@ and are also unknown here, so a policy without those rules still asks.
 from __future__ import annotations
 
 import re
+from typing import Final
 
 from acpd.policy import pathtext
 from acpd.policy.programs.awkscan import scan_awk
@@ -78,7 +79,7 @@ def sed_backup(operand: str, suffix: str) -> str:
     return name if "/" in name else pathtext.join(pathtext.dirname(operand), name)
 
 
-SED = program(
+SED: Final = program(
     "sed", "nErsuzf:e:l:i::",
     "quiet silent debug -e/expression= -f/file= follow-symlinks -i/in-place[=] "
     "line-length= null-data zero-terminated posix regexp-extended separate sandbox "
@@ -126,11 +127,11 @@ def _awk(prog: Program, parsed: Parsed, model: Model) -> None:
 # `awk` is mawk on some systems and gawk on others: its table knows both's ways to load code
 # (gawk -i/-l/-E/-e, mawk -W exec), so that they ask even in the sandbox instead of being
 # merely unknown options there.
-_AWK = program("awk", "E:i:l:e:W:", "-F/field-separator= -v/assign= -f/file= include= load= "
-               "exec= source=" + " help version",
-               {"-f/--file": "read", "-E/--exec": "code", "-i/--include": "code",
-                "-l/--load": "code", "-e/--source": "code", "-W": "code"},
-               positionals="custom", check=_awk, abbrev=False)
+_AWK: Final = program("awk", "E:i:l:e:W:", "-F/field-separator= -v/assign= -f/file= include= load= "
+                      "exec= source=" + " help version",
+                      {"-f/--file": "read", "-E/--exec": "code", "-i/--include": "code",
+                       "-l/--load": "code", "-e/--source": "code", "-W": "code"},
+                      positionals="custom", check=_awk, abbrev=False)
 add(_AWK, "mawk", "nawk")
 add(program(
     "gawk", "bcCdDghLMNnoOpPrsStVYe:E:i:l:",
@@ -145,21 +146,21 @@ add(program(
 
 # ---- find --------------------------------------------------------------------------------
 
-_FIND_VALUE = frozenset({
+_FIND_VALUE: Final = frozenset({
     "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
     "-type", "-xtype", "-size", "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin",
     "-perm", "-user", "-group", "-uid", "-gid", "-links", "-inum", "-maxdepth", "-mindepth",
     "-used", "-fstype", "-context", "-regextype", "-lname", "-ilname", "-printf", "-newer",
     "-anewer", "-cnewer", "-samefile", "-files0-from",
 })
-_FIND_FLAG = frozenset({
+_FIND_FLAG: Final = frozenset({
     "-print", "-print0", "-ls", "-prune", "-quit", "-true", "-false", "-empty", "-readable",
     "-writable", "-executable", "-nouser", "-nogroup", "-depth", "-xdev", "-mount", "-follow",
     "-noleaf", "-ignore_readdir_race", "-noignore_readdir_race", "-daystart", "-not", "!",
     "(", ")", "-a", "-and", "-o", "-or", ",", "-help", "--help", "-version", "--version",
     "-d", "-delete",
 })
-_FIND_READ = frozenset({"-newer", "-anewer", "-cnewer", "-samefile"})
+_FIND_READ: Final = frozenset({"-newer", "-anewer", "-cnewer", "-samefile"})
 
 
 def _find(prog: Program, parsed: Parsed, model: Model) -> None:
@@ -203,11 +204,11 @@ add(program("find", positionals="custom", check=_find, raw=True))
 
 # ---- tar ---------------------------------------------------------------------------------
 
-_TAR_MODES = {"-c": "create", "-x": "extract", "-t": "list", "-r": "append", "-u": "update",
-              "-A": "concat", "-d": "diff", "--create": "create", "--extract": "extract",
-              "--get": "extract", "--list": "list", "--append": "append",
-              "--update": "update", "--concatenate": "concat", "--catenate": "concat",
-              "--diff": "diff", "--compare": "diff", "--delete": "delete"}
+_TAR_MODES: Final = {"-c": "create", "-x": "extract", "-t": "list", "-r": "append", "-u": "update",
+                     "-A": "concat", "-d": "diff", "--create": "create", "--extract": "extract",
+                     "--get": "extract", "--list": "list", "--append": "append",
+                     "--update": "update", "--concatenate": "concat", "--catenate": "concat",
+                     "--diff": "diff", "--compare": "diff", "--delete": "delete"}
 
 
 def _tar(prog: Program, parsed: Parsed, model: Model) -> None:
@@ -266,7 +267,7 @@ def _tar_oldstyle(args: list[str]) -> list[str]:
     return [*out, *rest]
 
 
-TAR = program(
+TAR: Final = program(
     "tar", "AcdrtuxzjJaZvkmopPSWwhiBMOGlRsUf:C:T:X:b:H:g:K:N:L:V:I:F:",
     "create extract get list append update concatenate catenate diff compare delete "
     "-f/file= -C/directory= -T/files-from= -X/exclude-from= -P/absolute-names "

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Final
 
-_BLANK = " \t"
-_SPACE = " \t\n\v\f\r"
-_DIGITS = "0123456789"
-_NO_ARG = "=dDFgGhHnNpPzx"
+_BLANK: Final = " \t"
+_SPACE: Final = " \t\n\v\f\r"
+_DIGITS: Final = "0123456789"
+_NO_ARG: Final = "=dDFgGhHnNpPzx"
 
 
 @dataclass(frozen=True, slots=True)

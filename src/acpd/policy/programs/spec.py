@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Final
 
 from acpd.policy.decision import Verdict
 from acpd.policy.words import DYN
@@ -174,7 +175,7 @@ class Program:
         return "ambiguous" if hits else None
 
 
-CODE_LONGS = frozenset({
+CODE_LONGS: Final = frozenset({
     "file", "exec", "exec-batch", "load", "include", "source", "pre", "to-command",
     "use-compress-program", "compress-program", "checkpoint-action", "info-script",
     "new-volume-script", "rsh-command", "upload-pack", "receive-pack", "exec-path", "eval",
