@@ -103,7 +103,7 @@ def main() -> int:
     ap.add_argument("--force", action="store_true", help="build even if up to date")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args()
-    root = native_root()
+    root = Path(native_root())
     if not args.force and _up_to_date(root):
         return 0
     if _compiler() is None:

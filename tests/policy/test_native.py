@@ -87,10 +87,11 @@ def world() -> Iterator[World]:
         dispose(w)
 
 
-def test_the_compiled_judge_decides_as_the_pure_one(world: World) -> None:
+def test_the_compiled_judge_decides_as_the_pure_one(request: pytest.FixtureRequest) -> None:
     if not _native.manifest_matches(_native.native_root()):
         pytest.skip("no compiled judge for these sources in this environment "
                     "(scripts/build_native.py; needs a C compiler)")
+    world: World = request.getfixturevalue("world")  # (made only when there is a build)
     job = {"workspace": str(world.ws), "home": str(world.home), "lines": _lines(world),
            "reference": str(HERE / "reference-policy.toml"), "hostile": _hostile()}
     compiled = _judge_all(job, native=True)

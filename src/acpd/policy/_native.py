@@ -13,14 +13,16 @@ sources they were not built from. Kept light: it runs on every start-up.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import sys
-from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent
-_SRC = PACKAGE_DIR.parents[1]
+import orjson
+
+# Light on purpose: the package imports this on every start of acpd (the CLI's parser lives in
+# acpd.policy), before `initialize` is answered. No pathlib, no hashlib unless a source's time
+# changed, orjson (on the wire anyway) for the manifest.
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_SRC = os.path.dirname(os.path.dirname(PACKAGE_DIR))
 
 # Not compiled: pydantic models and their loaders (rules), the CLI, the watcher and reload
 # handle (anyio, watchfiles), overlays, examples (run at compile time only) and the packages'
@@ -37,57 +39,67 @@ ACTIVE = False
 def _module_names() -> tuple[str, ...]:
     names: list[str] = []
     for sub in ("", "programs"):
-        here = PACKAGE_DIR / sub if sub else PACKAGE_DIR
+        here = os.path.join(PACKAGE_DIR, sub) if sub else PACKAGE_DIR
         prefix = "acpd.policy." + (f"{sub}." if sub else "")
-        names.extend(prefix + p.stem for p in sorted(here.glob("*.py")) if p.stem not in _PURE)
+        stems = sorted(n[:-3] for n in os.listdir(here) if n.endswith(".py"))
+        names.extend(prefix + stem for stem in stems if stem not in _PURE)
     return tuple(names)
 
 
 COMPILED_MODULES = _module_names()
 
 
-def native_root() -> Path:
+def native_root() -> str:
     """Where this interpreter's compiled policy lives (one per environment and Python)."""
-    return Path(sys.prefix) / "acpd-native" / sys.implementation.cache_tag
+    return os.path.join(sys.prefix, "acpd-native", sys.implementation.cache_tag)
 
 
-def _source(module: str) -> Path:
-    return _SRC / (module.replace(".", "/") + ".py")
+def _source(module: str) -> str:
+    return os.path.join(_SRC, *module.split(".")) + ".py"
+
+
+def _digest(module: str) -> str:
+    import hashlib
+
+    with open(_source(module), "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
 
 
 def source_digests() -> dict[str, str]:
-    return {m: hashlib.sha256(_source(m).read_bytes()).hexdigest() for m in COMPILED_MODULES}
+    return {m: _digest(m) for m in COMPILED_MODULES}
 
 
-def write_manifest(root: Path, digests: dict[str, str]) -> None:
+def write_manifest(root: str | os.PathLike[str], digests: dict[str, str]) -> None:
     entries: dict[str, list[object]] = {}
     for module, digest in digests.items():
-        st = _source(module).stat()
+        st = os.stat(_source(module))
         entries[module] = [digest, st.st_size, st.st_mtime_ns]
-    tmp = root / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps({"sources": str(_SRC), "modules": entries}, indent=0))
-    tmp.replace(root / MANIFEST)
+    path = os.path.join(root, MANIFEST)
+    with open(path + ".tmp", "wb") as fh:
+        fh.write(orjson.dumps({"sources": _SRC, "modules": entries}))
+    os.replace(path + ".tmp", path)
 
 
-def manifest_matches(root: Path) -> bool:
+def manifest_matches(root: str | os.PathLike[str]) -> bool:
     """Whether `root` holds a build of exactly these sources (same module set, same bytes)."""
     try:
-        recorded = json.loads((root / MANIFEST).read_text())
+        with open(os.path.join(root, MANIFEST), "rb") as fh:
+            recorded = orjson.loads(fh.read())
         modules = recorded["modules"]
-        if recorded["sources"] != str(_SRC) or set(modules) != set(COMPILED_MODULES):
+        if recorded["sources"] != _SRC or set(modules) != set(COMPILED_MODULES):
             return False
         restamp = False
         for module, (digest, size, mtime_ns) in modules.items():
-            st = _source(module).stat()
+            st = os.stat(_source(module))
             if st.st_size == size and st.st_mtime_ns == mtime_ns:
                 continue
-            if hashlib.sha256(_source(module).read_bytes()).hexdigest() != digest:
+            if _digest(module) != digest:
                 return False
             restamp = True  # same bytes, new time (a checkout): skip the reading next time
     except (OSError, ValueError, KeyError, TypeError):
         return False
     if restamp:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError):  # (read-only: the digests are read again next time)
             write_manifest(root, {m: modules[m][0] for m in modules})
     return True
 
@@ -100,16 +112,16 @@ def activate(package_path: list[str]) -> None:
     root = native_root()
     if not manifest_matches(root):
         return
-    package_path.insert(0, str(root / "acpd" / "policy"))
-    if str(root) not in sys.path:
-        sys.path.append(str(root))  # mypyc's shared library is a top-level module
+    package_path.insert(0, os.path.join(root, "acpd", "policy"))
+    if root not in sys.path:
+        sys.path.append(root)  # mypyc's shared library is a top-level module
     ACTIVE = True
 
 
 def extend(package_path: list[str], sub: str) -> None:
     """The same for a subpackage (`programs`), once the parent package chose."""
     if ACTIVE:
-        package_path.insert(0, str(native_root() / "acpd" / "policy" / sub))
+        package_path.insert(0, os.path.join(native_root(), "acpd", "policy", sub))
 
 
 def compiled() -> bool:
