@@ -31,6 +31,7 @@ sys.path.insert(0, str(SRC))
 
 from acpd.policy._native import (  # noqa: E402
     COMPILED_MODULES,
+    manifest_matches,
     native_root,
     source_digests,
     write_manifest,
@@ -41,8 +42,8 @@ from acpd.policy._native import (  # noqa: E402
 # by one, so its compile step is run over a thread pool here (gcc does the work).
 _SETUP = """
 from concurrent.futures import ThreadPoolExecutor
+from setuptools import setup  # first: on Python 3.12+ it provides distutils
 from distutils.ccompiler import CCompiler
-from setuptools import setup
 from mypyc.build import mypycify
 
 _one_by_one = CCompiler.compile
@@ -61,12 +62,6 @@ setup(name="acpd-native", ext_modules=mypycify({sources!r}, opt_level="3", multi
 def _compiler() -> str | None:
     cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
     return shutil.which(cc)
-
-
-def _up_to_date(root: Path) -> bool:
-    from acpd.policy._native import manifest_matches
-
-    return manifest_matches(root)
 
 
 class BuildFailed(Exception):
@@ -104,7 +99,7 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args()
     root = Path(native_root())
-    if not args.force and _up_to_date(root):
+    if not args.force and manifest_matches(root):
         return 0
     if _compiler() is None:
         print("build_native: no C compiler found; acpd runs the pure policy (slower decisions)",
@@ -124,8 +119,9 @@ def main() -> int:
     except BuildFailed as exc:
         # Not fatal: the pure judge is the reference and is complete (a type error mypy
         # reports, or missing Python headers, end here; the static checks still report it).
-        print(f"{exc}\nbuild_native: the build failed; acpd runs the pure policy",
-              file=sys.stderr)
+        kept = ("the earlier build of these same sources stays in use"
+                if manifest_matches(root) else "acpd runs the pure policy")
+        print(f"{exc}\nbuild_native: the build failed; {kept}", file=sys.stderr)
     return 0
 
 
