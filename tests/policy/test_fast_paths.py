@@ -10,10 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acpd.policy import parse as parse_mod
+from acpd.policy import pathtext
 from acpd.policy.argspec import SPECS, path_args, scan
 from acpd.policy.blocklist import BLOCKED_ENV, env_blocked
 from acpd.policy.budget import TooComplex
-from acpd.policy.sandbox import Prefilter, _join, _normpath, compile_patterns, matches
+from acpd.policy.sandbox import Prefilter, _normpath, compile_patterns, matches
 from acpd.policy.words import expand, expand_segments, simple_value
 from acpd.policy.wrappers import WRAPPERS, unwrap
 
@@ -77,7 +78,7 @@ def test_join_and_normpath_match_os_path() -> None:
         cwd = rnd.choice(["/", "/w", "/w/x", "//w"])
         raw = "/".join(rnd.choice(parts) for _ in range(rnd.randint(1, 4)))
         if raw and not raw.startswith("/"):
-            assert _join(cwd, raw) == os.path.join(cwd, raw)
+            assert pathtext.join(cwd, raw) == os.path.join(cwd, raw)
 
 
 def test_prefilter_never_hides_a_match() -> None:

@@ -50,7 +50,7 @@ from acpd.policy import pathtext
 from acpd.policy.decision import Verdict
 from acpd.policy.programs.git_history import _form as git_form
 from acpd.policy.programs.git_index import MAGIC, may_reach
-from acpd.policy.sandbox import PathRules, _join, _normpath, decision_links, resolve
+from acpd.policy.sandbox import PathRules, _normpath, decision_links, resolve
 from acpd.policy.threadstate import LineState
 from acpd.policy.treescan import SCAN_LIMIT, name_filter, tree_facts
 
@@ -128,7 +128,7 @@ def read_finding(raw: str, cwd: str, rules: PathRules) -> Finding | None:
     state = _state()
     if state is not None:
         state.pending_read = True  # (the command it belongs to is recorded next: B)
-    lexical = _normpath(raw if raw.startswith("/") else _join(cwd, raw))
+    lexical = _normpath(pathtext.join(cwd, raw))
     if lexical.startswith("//"):
         lexical = "/" + lexical.lstrip("/")
     try:

@@ -112,7 +112,8 @@ def _matches(word: str, cwd: str, state: GlobState) -> list[str]:
         nxt: list[tuple[str, str]] = []
         if not has_glob(comp):
             name = _unescape(comp)
-            nxt = [(_join(shown, name), pathtext.join(real, name)) for shown, real in current]
+            nxt = [(pathtext.join(shown, name), pathtext.join(real, name))
+                   for shown, real in current]
         elif comp == "**" and state.globstar:
             for shown, real in current:
                 nxt.extend(_recursive(shown, real, state, dirs_only=not last))
@@ -125,7 +126,7 @@ def _matches(word: str, cwd: str, state: GlobState) -> list[str]:
                         continue
                     if not last and not is_dir:
                         continue
-                    nxt.append((_join(shown, name), pathtext.join(real, name)))
+                    nxt.append((pathtext.join(shown, name), pathtext.join(real, name)))
                     if len(nxt) > MAX_MATCHES:
                         raise TooWide
         current = nxt
@@ -134,12 +135,6 @@ def _matches(word: str, cwd: str, state: GlobState) -> list[str]:
     if trailing:
         return [shown + "/" for shown, real in current if os.path.isdir(real)]
     return [shown for shown, real in current if os.path.lexists(real)]
-
-
-def _join(shown: str, name: str) -> str:
-    if not shown:
-        return name
-    return shown + name if shown.endswith("/") else f"{shown}/{name}"
 
 
 def _entries(directory: str, state: GlobState) -> list[tuple[str, bool]]:
@@ -175,7 +170,7 @@ def _recursive(shown: str, real: str, state: GlobState,
         for name, is_dir in _entries(r, state):
             if name in (".", "..") or (name.startswith(".") and not state.dotglob):
                 continue
-            child = (_join(s, name), pathtext.join(r, name))
+            child = (pathtext.join(s, name), pathtext.join(r, name))
             if is_dir and not os.path.islink(child[1]):
                 stack.append(child)
             if is_dir or not dirs_only:

@@ -424,11 +424,6 @@ def clear_cache() -> None:
 _DOT_COMPONENT: Final = re.compile(r"/\.\.?(?:/|$)")
 
 
-def _join(cwd: str, raw: str) -> str:
-    """pathtext.join(cwd, raw) for a relative, non-empty raw."""
-    return cwd + raw if not cwd or cwd.endswith("/") else cwd + "/" + raw
-
-
 def _normpath(path: str) -> str:
     """os.path.normpath of an absolute path, without the work when it is already normal (no
     empty, `.` or `..` component, no trailing slash), and with less of it when its only
@@ -551,7 +546,7 @@ def judge_path(raw: str, mode: str, cwd: str, rules: PathRules, *, redirect: boo
         return None
     if redirect and (raw in REDIRECT_DEVICES or _DEV_FD.fullmatch(raw)):
         return None
-    joined = raw if raw.startswith("/") else _join(cwd, raw)
+    joined = pathtext.join(cwd, raw)
     lexical = _normpath(joined)
     if lexical.startswith("//"):
         lexical = "/" + lexical.lstrip("/")
