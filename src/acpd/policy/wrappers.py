@@ -40,13 +40,10 @@ def _fs(*items: str) -> frozenset[str]:
 
 
 # name -> options taking a value, number of leading positionals that are not the command
+# (Only wrappers that are denied by name or take no option: a wrapper whose options matter
+# has a table below, so that clusters and long prefixes are read as getopt reads them.)
 _SIMPLE: dict[str, tuple[frozenset[str], int]] = {
-    "strace": (_fs("-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-P", "-S", "-X",
-                   "-U"), 0),
-    "ltrace": (_fs("-o", "-e", "-p", "-s", "-u", "-a", "-n", "-A", "-D", "-F", "-l", "-w"), 0),
     "builtin": (_fs(), 0),
-    "caffeinate": (_fs("-t", "-w"), 0),
-    "time": (_fs("-f", "-o", "--format", "--output"), 0),
     "sudo": (_fs("-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-T", "-U", "--user",
                  "--group", "--chdir", "--prompt"), 0),
     "doas": (_fs("-u", "-C"), 0),
@@ -80,6 +77,27 @@ _TABLES: dict[str, tuple[Program, int]] = {
     "taskset": (_table("taskset", "acp", "all-tasks cpu-list pid", {"-p/--pid": "pid"}), 1),
     "setsid": (_table("setsid", "cfw", "ctty fork wait"), 0),
     "nohup": (_table("nohup", "", ""), 0),
+    # GNU time, strace and ltrace write a file of their own (-o: `time -ao .git/config cmd`
+    # appends to it, in a format -f chooses); what would run another user's way asks.
+    "time": (_table("time", "f:o:apqvV", "format= output= append portability quiet verbose",
+                    {"-o/--output": "write"}), 0),
+    "strace": (_table(
+        "strace", "a:b:cCdDe:E:fFhiI:kno:O:p:P:qrs:S:tTu:U:vVwxX:yzZ",
+        "output= trace= signal= status= attach= trace-path= string-limit= columns= "
+        "env= user= follow-forks output-separately summary-only summary summary-wall-clock "
+        "summary-sort-by= summary-columns= decode-fds[=] quiet[=] absolute-timestamps[=] "
+        "relative-timestamps syscall-times[=] instruction-pointer stack-trace "
+        "successful-only failed-only no-abbrev[=] verbose= raw= read= write= detach-on= "
+        "const-print-style= seccomp-bpf",
+        {"-o/--output": "write", "-p/--attach": "pid",
+         "-E/--env": "ask:sets the traced command's environment",
+         "-u/--user": "ask:runs the command as another user"}), 0),
+    "ltrace": (_table(
+        "ltrace", "a:A:bcCD:e:fF:hiLl:n:o:p:rs:StTu:Vw:x:",
+        "align= demangle debug= indent= library= output= no-signals config=",
+        {"-o/--output": "write", "-p": "pid", "-F/--config": "read",
+         "-u": "ask:runs the command as another user"}), 0),
+    "caffeinate": (_table("caffeinate", "dimsut:w:", ""), 0),
     "unbuffer": (_table("unbuffer", "p", ""), 0),
     "flock": (_table("flock", "sxeunow:E:FV", "shared exclusive unlock nonblock nb close "
                      "wait= timeout= conflict-exit-code= no-fork verbose"), 0),
@@ -243,12 +261,6 @@ def unwrap(argv: list[str]) -> Resolution:
         elif name in _SIMPLE:
             values, skip = _SIMPLE[name]
             start = _first_positional(args, values)
-            if name in ("strace", "ltrace"):
-                res.writes.extend(v for o, v in scan(args[:start], values).options
-                                  if o == "-o" and v)
-            if name == "time":
-                res.writes.extend(v for o, v in scan(args[:start], values).options
-                                  if o in ("-o", "--output") and v)
             inner = args[start + skip :]
         elif name == "env":
             inner = _env(args, res)
