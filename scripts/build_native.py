@@ -1,4 +1,5 @@
-"""Compile the shell-policy judge with mypyc into `<venv>/acpd-native`, beside the sources.
+"""Compile the shell-policy judge with mypyc into `<venv>/acpd-native`, beside the sources,
+and the editor path's relay client (src/acpd/sandbox/relay.c, sandbox/relaybin.py).
 
     .venv/bin/python scripts/build_native.py [--force] [--jobs N]
 
@@ -36,6 +37,7 @@ from acpd.policy._native import (  # noqa: E402
     source_digests,
     write_manifest,
 )
+from acpd.sandbox import relaybin  # noqa: E402
 
 # One C file per module (multi_file), compiled `jobs` at a time: a single file of the whole
 # judge takes gcc over two minutes on one core. setuptools compiles an extension's files one
@@ -93,17 +95,35 @@ def build(root: Path, jobs: int) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def build_relay(cc: str) -> None:
+    """The editor path's relay client (src/acpd/sandbox/relay.c): a second, not a minute."""
+    try:
+        built = relaybin.build(cc)
+    except subprocess.CalledProcessError as exc:
+        print(f"{exc.stdout}{exc.stderr}\nbuild_native: the relay client did not compile; "
+              "the editor's terminal runs the sh launcher", file=sys.stderr)
+    except OSError as exc:
+        print(f"build_native: no relay client ({exc}); the editor's terminal runs the sh "
+              "launcher", file=sys.stderr)
+    else:
+        if built is not None:
+            print(f"build_native: built the relay client {built}", file=sys.stderr)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--force", action="store_true", help="build even if up to date")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args()
+    cc = _compiler()
+    if cc is not None:
+        build_relay(cc)
     root = Path(native_root())
     if not args.force and manifest_matches(root):
         return 0
-    if _compiler() is None:
-        print("build_native: no C compiler found; acpd runs the pure policy (slower decisions)",
-              file=sys.stderr)
+    if cc is None:
+        print("build_native: no C compiler found; acpd runs the pure policy (slower decisions)"
+              " and the editor's terminal runs the sh launcher", file=sys.stderr)
         return 0
     try:
         import mypyc  # noqa: F401

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from acpd.daemon import envscrub
+from acpd.sandbox import relaybin
 from tests.e2e.client import RecordingClient, always
 from tests.e2e.harness import (
     acpd,
@@ -41,14 +42,18 @@ def bash_turns(*commands: str, final: str = "done") -> list[dict[str, Any]]:
     return [*turns, {"text": final}]
 
 
+@pytest.mark.parametrize("launcher", ["relay", "sh"])
 async def test_bash_runs_in_the_client_terminal_and_is_released_after_the_final_update(
-    tmp_path: Path, data_dir: Path, workspace: Path
+    tmp_path: Path, data_dir: Path, workspace: Path, launcher: str
 ) -> None:
+    if launcher == "relay" and relaybin.client() is None:
+        pytest.skip("the relay client is not built (scripts/build_native.py)")
     command = "echo out; echo err >&2; exit 3"
     script = write_script(tmp_path / "s.json", bash_turns(command))
     client = RecordingClient()
     async with acpd(
         tmp_path, data_dir=data_dir, workspace=workspace, client=client, script=script,
+        env={relaybin.SWITCH_ENV: "on" if launcher == "relay" else "off"},
     ) as run:
         session_id = await run.open_session()
         assert await run.prompt(session_id, "run it") == "end_turn"
@@ -58,14 +63,17 @@ async def test_bash_runs_in_the_client_terminal_and_is_released_after_the_final_
         assert call["kind"] == "execute" and call["title"] == f"{command} (in {workspace})"
         assert call["status"] == "pending"
         (create,) = client.calls("terminal/create")
-        # The editor runs acpd's environment scrub, which execs the sandbox launcher (sh
-        # execs bubblewrap) around `bash -c`.
         # Outside the sandbox every program goes by absolute path (a relative PATH entry
         # would find the workspace's).
-        assert create["command"] == envscrub.absolute("bash") and create["command"][0] == "/"
-        assert create["args"][:2] == ["-p", "-c"] and create["args"][3] == envscrub.NAME
-        assert create["args"][4:6] == [envscrub.absolute("sh"), "-c"]
-        assert create["args"][7] == "acpd-sandbox"
+        if launcher == "relay":  # the relay client hands the terminal to the daemon
+            assert create["command"] == relaybin.client()
+            assert len(create["args"]) == 6 and create["args"][2] == "--"
+        else:  # the environment scrub, which execs the launcher (sh execs bubblewrap)
+            assert create["command"] == envscrub.absolute("bash")
+            assert create["args"][:2] == ["-p", "-c"] and create["args"][3] == envscrub.NAME
+            assert create["args"][4:6] == [envscrub.absolute("sh"), "-c"]
+            assert create["args"][7] == "acpd-sandbox"
+        assert create["command"][0] == "/"
         assert create["args"][-4:] == ["--", envscrub.absolute("bash"), "-c", command]
         assert create["cwd"] == str(workspace)
         assert create["env"]["PAGER"] == "cat" and create["env"]["GIT_TERMINAL_PROMPT"] == "0"

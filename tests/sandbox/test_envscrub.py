@@ -15,7 +15,7 @@ import pytest
 from acpd.daemon.config import DEFAULT_ENV_BLOCKLIST
 from acpd.daemon.confine import confine, editor_launch
 from acpd.daemon.envscrub import scrubbed
-from tests.sandbox.test_persist import request
+from tests.sandbox.test_persist import request, sh_launcher  # noqa: F401 (autouse)
 
 EDITOR_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",

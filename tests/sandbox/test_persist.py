@@ -15,6 +15,7 @@ import pytest
 
 from acpd.daemon.confine import confine, editor_launch
 from acpd.daemon.local import LocalCommandRunner
+from acpd.sandbox import relaybin
 from acpd.sandbox.build import CACHES_ENV
 from acpd.sandbox.rules import PathRules
 from acpd.sandbox.status import sandbox_status
@@ -30,6 +31,13 @@ pytestmark = [
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def sh_launcher(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests run the launcher's argv themselves: no relay (tests/sandbox/test_relay.py
+    has the relay client's)."""
+    monkeypatch.setenv(relaybin.SWITCH_ENV, "off")
 
 
 def request(ws: Path, command: str, rules: PathRules | None = None) -> CommandRequest:

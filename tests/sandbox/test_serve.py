@@ -14,13 +14,20 @@ from typing import Any
 
 import pytest
 
+from acpd.sandbox import relaybin
 from tests.e2e.client import RecordingClient, always
 from tests.e2e.harness import acpd, caps, text, wait_for_file_lines, wait_unmarked, write_script
 from tests.sandbox.conftest import escapes, marked, sleep_marker
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-WHERE = ["local-process-group", "editor-terminal"]
+WHERE = ["local-process-group", "editor-terminal", "editor-launcher"]
+"""The editor-terminal path through the relay client (built by scripts/build_native.py),
+and through the sh launcher (the relay switched off)."""
+
+
+def launcher(where: str) -> dict[str, str]:
+    return {relaybin.SWITCH_ENV: "off" if where == "editor-launcher" else "on"}
 
 
 def turns(*commands: str, timeout: int | None = None) -> list[dict[str, Any]]:
@@ -70,12 +77,12 @@ async def test_allowed_commands_stay_confined(
         "echo RAN-4; " + escapes(marker) + "echo started",
     ]
     script = write_script(tmp_path / "s.json", turns(*commands))
-    terminal = where == "editor-terminal"
+    terminal = where != "local-process-group"
     client = RecordingClient(answer=always("allow_once"), terminal_enabled=terminal)
     hooks_before = sorted(p.name for p in (ws / ".git" / "hooks").iterdir())
     config_before = (ws / "vendor" / "lib" / ".git" / "config").read_text()
     async with acpd(tmp_path, data_dir=data_dir, workspace=ws, client=client,
-                    script=script) as run:
+                    script=script, env=launcher(where)) as run:
         info = await run.initialize(caps(terminal=terminal))
         assert info.field_meta["acpd"]["sandbox"]["kind"] == "bwrap"
         session_id = await run.new_session()
@@ -93,7 +100,9 @@ async def test_allowed_commands_stay_confined(
         assert await wait_unmarked(marker) == []
         if terminal:
             created = client.calls("terminal/create")
-            assert all("acpd-sandbox" in c["args"] for c in created)
+            relayed = where == "editor-terminal" and relaybin.client() is not None
+            assert all(c["command"] == relaybin.client() if relayed
+                       else "acpd-sandbox" in c["args"] for c in created)
         audit = (data_dir / "audit.jsonl").read_text()
         assert audit.count('"sandbox":"bwrap"') + audit.count('"sandbox": "bwrap"') >= 5
     assert untouched(ws, outside, hooks_before, config_before)
@@ -108,10 +117,10 @@ async def test_timeout_and_cancel_end_every_process(
         *turns(escapes(timed) + f"sleep {timed}", timeout=2),
         *turns(escapes(cancelled) + f"echo go > started.txt; sleep {cancelled}"),
     ])
-    terminal = where == "editor-terminal"
+    terminal = where != "local-process-group"
     client = RecordingClient(answer=always("allow_once"), terminal_enabled=terminal)
     async with acpd(tmp_path, data_dir=data_dir, workspace=ws, client=client,
-                    script=script) as run:
+                    script=script, env=launcher(where)) as run:
         session_id = await run.open_session(caps(terminal=terminal))
         assert await run.prompt(session_id, "slow") == "end_turn"
         (first,) = finals(client)
@@ -130,10 +139,10 @@ async def test_without_a_sandbox_every_card_and_audit_line_says_so(
     where: str, tmp_path: Path, data_dir: Path, ws: Path
 ) -> None:
     script = write_script(tmp_path / "s.json", turns("echo hi"))
-    terminal = where == "editor-terminal"
+    terminal = where != "local-process-group"
     client = RecordingClient(answer=always("allow_once"), terminal_enabled=terminal)
     async with acpd(tmp_path, data_dir=data_dir, workspace=ws, client=client, script=script,
-                    env={"ACPD_SANDBOX": "off"}) as run:
+                    env={"ACPD_SANDBOX": "off", **launcher(where)}) as run:
         info = await run.initialize(caps(terminal=terminal))
         meta = info.field_meta["acpd"]["sandbox"]
         assert meta["available"] is False and "ACPD_SANDBOX" in meta["reason"]
@@ -166,10 +175,10 @@ async def test_acpd_s_own_data_is_hidden_from_commands(
                     "echo RAN-1; read d < data.txt; grep -r -a ENV-CAN\"\"ARY \"$d\"; ls -R \"$d\"",
                     "echo RAN-2; read d < data.txt; cat \"$d\"/*/*/* \"$d\"/*/*/*/* 2>&1"]
         script = write_script(tmp_path / "s.json", turns(*commands))
-        terminal = where == "editor-terminal"
+        terminal = where != "local-process-group"
         client = RecordingClient(answer=always("allow_once"), terminal_enabled=terminal)
         async with acpd(tmp_path, data_dir=data_dir, workspace=ws, client=client,
-                        script=script) as run:
+                        script=script, env=launcher(where)) as run:
             await run.initialize(caps(terminal=terminal))
             session_id = await run.new_session()
             assert await run.prompt(session_id, "go") == "end_turn"
@@ -205,10 +214,10 @@ async def test_blocked_environment_names_never_reach_a_command(
     monkeypatch.setenv("ACPD_TEST_PLAIN", "VISIBLE")
     script = write_script(tmp_path / "s.json", turns(
         "env; printenv; bash -c 'echo \"$ACPD_TEST_API_KEY\"'; echo plain=$ACPD_TEST_PLAIN"))
-    terminal = where == "editor-terminal"
+    terminal = where != "local-process-group"
     client = RecordingClient(answer=always("allow_once"), terminal_enabled=terminal)
     async with acpd(tmp_path, data_dir=data_dir, workspace=ws, client=client, script=script,
-                    env={**SECRETS, "ACPD_SANDBOX": sandbox}) as run:
+                    env={**SECRETS, "ACPD_SANDBOX": sandbox, **launcher(where)}) as run:
         await run.initialize(caps(terminal=terminal))
         session_id = await run.new_session()
         assert await run.prompt(session_id, "go") == "end_turn"

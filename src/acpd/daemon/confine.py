@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import logging
 import os
 import threading
 import uuid
@@ -30,19 +31,25 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import anyio.to_thread
 
 from acpd.daemon import envscrub, tmpdirs
+from acpd.daemon.relay import Relay, Started
 from acpd.policy.gitdirs import is_git_directory
+from acpd.sandbox import relaybin
 from acpd.sandbox.build import build_confinement
 from acpd.sandbox.bwrap import head_args, open_pins, tail_args
 from acpd.sandbox.launch import bash_argv
-from acpd.sandbox.parent import POOL, ParentProcess
+from acpd.sandbox.parent import POOL, Job, ParentProcess, Pending, Refused, start_job
+from acpd.sandbox.parent import prestart as parent_prestart
 from acpd.sandbox.parent import start as start_parented
 from acpd.sandbox.profile import Confinement
 from acpd.sandbox.rules import PathRules
 from acpd.sandbox.status import SandboxStatus, cached_status, sandbox_status
 from acpd.tools.capabilities import CommandRequest
+
+log = logging.getLogger("acpd.confine")
 
 RulesSource = Callable[[str], Awaitable[PathRules]]
 """The policy's path rules for a working directory (read when each command starts)."""
@@ -86,6 +93,43 @@ class Confined:
             return None
         return await start_parented(self.status.binary, self.conf, ["bash", "-c", command],
                                     env)
+
+    async def start_job(self, argv: list[str], env: dict[str, str],
+                        stdio: tuple[int, int, int]) -> Job | None:
+        """`argv` started by a sandbox parent with `stdio` (the editor path's relay), or
+        None as for `start_in_parent`."""
+        if self.conf is None or self.status.kind != "bwrap" or self.status.binary is None:
+            return None
+        return await start_job(self.status.binary, self.conf, argv, env, stdio)
+
+    def prestart(self, shell: Sequence[str]) -> Pending | None:
+        """The editor path's early start: the parent sets the command's init up while the
+        editor starts the relay client (None: no parent ready; see parent.prestart)."""
+        if self.conf is None or self.status.kind != "bwrap" or self.status.binary is None:
+            return None
+        return parent_prestart(self.status.binary, self.conf, shell)
+
+    async def start_with(self, shell: Sequence[str], command: str, cwd: str,
+                         env: dict[str, str], stdio: tuple[int, int, int],
+                         pending: Pending | None = None) -> Started:
+        """`shell` (`BASH -c COMMAND`) with `stdio` (the relay client's descriptors): in the
+        init `pending` set up, else in a sandbox parent when one is ready, else under
+        bubblewrap (never unconfined: with no sandbox there is no relay). Raises OSError
+        when it cannot start."""
+        if pending is not None:
+            with contextlib.suppress(Refused, OSError):  # then as if there were none
+                return await pending.go(stdio, env)
+        job = await self.start_job(list(shell), env, stdio)
+        if job is not None:
+            return job
+        argv, fds = self.launch(command)
+        try:
+            return await anyio.open_process(
+                argv, cwd=cwd, env=env, stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
+                start_new_session=True, pass_fds=fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
 
     def launch(self, command: str) -> tuple[list[str], list[int]]:
         """The argv, and the descriptors it needs inherited (the caller closes them)."""
@@ -265,9 +309,17 @@ class EditorLaunch:
     env: dict[str, str]
     profile: str | None
     """The base path of the launch's argument files (HEAD is `.head`, TAIL `.tail`)."""
+    relay: Relay | None = None
+    """The relay client's socket, when the editor runs it (the caller serves it while the
+    command runs)."""
+    shell: tuple[str, ...] = ()
+    """The confined command's argv when relayed (`BASH -c COMMAND`)."""
 
     def cleanup(self) -> None:
-        """Remove the argument files (after the command, or if it never ran)."""
+        """Remove the argument files or the relay's socket (after the command, or if it
+        never ran)."""
+        if self.relay is not None:
+            self.relay.close()
         if self.profile is not None:
             for suffix in (".head", ".tail"):
                 with contextlib.suppress(OSError):
@@ -286,6 +338,10 @@ def editor_launch(confined: Confined, command: str, env_blocklist: Sequence[str]
     # the launcher, in place of the command's own shell inside it.
     argv = [envscrub.absolute("bash"), "-c", command]
     if conf is not None and confined.status.kind == "bwrap" and binary is not None:
+        relay = _relay()
+        if relay is not None:  # the daemon scrubs the environment it is handed
+            return EditorLaunch(relay.client, relay.argv(argv)[1:], {}, None, relay,
+                                tuple(argv))
         base = os.path.join(_profile_dir(), uuid.uuid4().hex)
         _write_args(base + ".head", head_args(conf))
         _write_args(base + ".tail", tail_args(conf))
@@ -296,6 +352,19 @@ def editor_launch(confined: Confined, command: str, env_blocklist: Sequence[str]
                 base + ".head", base + ".tail", *conf.pinned, "--", *argv]
     argv = envscrub.scrubbed(argv, env_blocklist, keep)
     return EditorLaunch(argv[0], argv[1:], {}, base)
+
+
+def _relay() -> Relay | None:
+    """A relay socket when the client is built (sandbox/relaybin.py), else None: the sh
+    launcher runs bubblewrap per command."""
+    client = relaybin.client()
+    if client is None:
+        return None
+    try:
+        return Relay(client)
+    except OSError as exc:
+        log.warning("relay: %s; the editor runs the launcher instead", exc)
+        return None
 
 
 def _write_args(path: str, args: list[str]) -> None:

@@ -232,6 +232,14 @@ def check_sandbox(report: Report) -> None:
         report.ok("sandbox", f"{status.kind}: {status.reason} ({status.binary})")
     else:
         report.warn("sandbox", f"NONE: {status.reason}; bash commands run unconfined")
+    if status.available and status.kind == "bwrap":
+        from acpd.sandbox import relaybin
+
+        client = relaybin.client()
+        report.info("editor path", f"relay client {client} (commands in the editor's "
+                    "terminal start in the sandbox parent)" if client is not None else
+                    "sh launcher: bubblewrap per command in the editor's terminal (about "
+                    "4 ms more each; scripts/build_native.py builds the relay client)")
     report.info("landlock", f"ABI {landlock_abi()} (not used: see docs/sandbox.md)")
 
 

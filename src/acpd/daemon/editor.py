@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -10,10 +11,12 @@ from typing import Any
 import anyio
 
 from acpd.daemon.config import DEFAULT_ENV_BLOCKLIST
-from acpd.daemon.confine import RulesSource, confine, editor_launch
+from acpd.daemon.confine import Confined, EditorLaunch, RulesSource, confine, editor_launch
 from acpd.daemon.errors import PeerError
-from acpd.daemon.local import QUIET_ENV, LocalFileSystem, check_cwd
+from acpd.daemon.local import QUIET_ENV, LocalFileSystem, check_cwd, env_matcher
+from acpd.daemon.relay import Relay, Started
 from acpd.daemon.rpc import EditorPeer
+from acpd.sandbox.parent import Pending
 from acpd.tools.capabilities import (
     CommandRequest,
     CommandResult,
@@ -114,6 +117,7 @@ class EditorTerminalRunner:
         self._silent = False
         self._rules = rules
         self._env_blocklist = tuple(env_blocklist)
+        self._blocked = env_matcher(self._env_blocklist) if self._env_blocklist else None
 
     async def run(
         self, request: CommandRequest, on_terminal: OnTerminal, on_output: OnOutput
@@ -138,14 +142,53 @@ class EditorTerminalRunner:
         confined = await confine(request, self._rules)
         launch = editor_launch(confined, request.command, self._env_blocklist,
                                keep=request.env)
+        variables = {**QUIET_ENV, **launch.env, **request.env}
         try:
-            result = await self._run(request, launch.command, launch.args,
-                                     {**QUIET_ENV, **launch.env, **request.env},
-                                     on_terminal, on_output)
+            if launch.relay is None:
+                result = await self._run(request, launch.command, launch.args, variables,
+                                         on_terminal, on_output)
+            else:
+                result = await self._run_relayed(request, confined, launch, launch.relay,
+                                                 variables, on_terminal, on_output)
         finally:
             launch.cleanup()
         result.sandbox, result.sandbox_notes = confined.label, confined.notes_after()
         return result
+
+    async def _run_relayed(
+        self, request: CommandRequest, confined: Confined, launch: EditorLaunch, relay: Relay,
+        variables: dict[str, str], on_terminal: OnTerminal, on_output: OnOutput,
+    ) -> CommandResult:
+        """The editor runs the relay client while the daemon serves it (daemon/relay.py)."""
+        # The command's init is set up in the parent while the editor starts the client.
+        pending = confined.prestart(launch.shell)
+        start = functools.partial(self._start_relayed, confined, request, launch.shell, pending)
+        failure: Exception | None = None
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(relay.serve, start)
+                try:
+                    result = await self._run(request, launch.command, launch.args, variables,
+                                             on_terminal, on_output)
+                except Exception as exc:  # raised as itself, not in an ExceptionGroup
+                    failure = exc
+                tg.cancel_scope.cancel()  # a client that never came (or is gone)
+        finally:
+            if pending is not None:
+                pending.abandon()  # unused (no client came): its init ends, nothing ran
+        if failure is not None:
+            raise failure
+        return result
+
+    async def _start_relayed(self, confined: Confined, request: CommandRequest,
+                             shell: Sequence[str], pending: Pending | None,
+                             stdio: tuple[int, int, int], env: dict[str, str]) -> Started:
+        """The judged command with the relay client's descriptors and environment, minus
+        the blocked names (those the runner sets itself stay)."""
+        if self._blocked is not None:
+            env = {k: v for k, v in env.items() if k in request.env or not self._blocked.match(k)}
+        return await confined.start_with(shell, request.command, request.cwd, env, stdio,
+                                         pending)
 
     async def _run(
         self, request: CommandRequest, command: str, args: list[str], variables: dict[str, str],

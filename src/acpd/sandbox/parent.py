@@ -65,12 +65,17 @@ def base_of(conf: Confinement) -> Confinement:
                        private_tmp=conf.private_tmp, tmp_dir=conf.tmp_dir)
 
 
-def request_of(conf: Confinement, argv: Sequence[str], env: dict[str, str]) -> bytes:
-    """The per-command part, as the server reads it."""
-    if conf.private_tmp or conf.tmp_dir:
-        env = {**env, "TMPDIR": "/tmp"}
+def command_env(conf: Confinement, env: dict[str, str]) -> dict[str, str]:
+    return {**env, "TMPDIR": "/tmp"} if conf.private_tmp or conf.tmp_dir else env
+
+
+def request_of(conf: Confinement, argv: Sequence[str], env: dict[str, str] | None) -> bytes:
+    """The per-command part, as the server reads it. `env` None: a deferred start (the
+    environment and the descriptors come with the go-ahead, `Pending.go`)."""
     return json.dumps({
-        "argv": list(argv), "env": env, "cwd": conf.cwd, "pinned": list(conf.pinned),
+        "argv": list(argv), "deferred": env is None,
+        "env": command_env(conf, env) if env is not None else {},
+        "cwd": conf.cwd, "pinned": list(conf.pinned),
         "read_only": list(conf.read_only), "stub_files": list(conf.stub_files),
         "mask_files": list(conf.mask_files),
         "mask_dirs": list(conf.mask_dirs), "reexpose": list(conf.reexpose),
@@ -137,27 +142,84 @@ class Parent:
 
     async def start(self, request: bytes, stdio: tuple[int, int, int]) -> Job:
         """Raises Refused (nothing ran), or OSError when the parent is gone (nothing ran)."""
+        return await _started(self.send(request, stdio))
+
+    def send(self, request: bytes, stdio: tuple[int, int, int]) -> socket.socket:
+        """Hand a request over; the reply socket (non-blocking). Raises Refused or OSError
+        (nothing ran)."""
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            try:
-                socket.send_fds(self._control, [request], [*stdio, theirs.fileno()])
-            except BlockingIOError:
-                raise Refused("the sandbox parent is busy") from None
-            finally:
-                theirs.close()
-            mine.setblocking(False)
-            data, fds = await _receive(mine)
+            socket.send_fds(self._control, [request], [*stdio, theirs.fileno()])
+        except BlockingIOError:
+            mine.close()
+            raise Refused("the sandbox parent is busy") from None
         except BaseException:
-            _abandon(mine)
+            mine.close()
             raise
-        if data[:1] == b"S" and len(fds) == 1:
-            return Job(fds[0], mine)
-        for fd in fds:
-            os.close(fd)
-        mine.close()
-        if data[:1] == b"F":
-            raise Refused(data[1:].decode(errors="replace"))
-        raise OSError("the sandbox parent ended before the command started")
+        finally:
+            theirs.close()
+        mine.setblocking(False)
+        return mine
+
+
+async def _started(reply: socket.socket) -> Job:
+    """The init's first word: "S" and its pidfd (set up), or why it did not start."""
+    try:
+        data, fds = await _receive(reply)
+    except BaseException:
+        _abandon(reply)
+        raise
+    if data[:1] == b"S" and len(fds) == 1:
+        return Job(fds[0], reply)
+    for fd in fds:
+        os.close(fd)
+    reply.close()
+    if data[:1] == b"F":
+        raise Refused(data[1:].decode(errors="replace"))
+    raise OSError("the sandbox parent ended before the command started")
+
+
+class Pending:
+    """A command whose init a parent sets up before its descriptors exist: the editor path
+    sends the request when it asks the editor for a terminal, and the relay client brings
+    the terminal's descriptors and environment later (`go`). Until then the init holds no
+    descriptor of the command's and runs nothing; `abandon` (no client came) kills it."""
+
+    def __init__(self, parent: Parent, conf: Confinement, reply: socket.socket) -> None:
+        self.parent = parent
+        self._conf = conf
+        self._reply: socket.socket | None = reply
+
+    async def go(self, stdio: tuple[int, int, int], env: dict[str, str]) -> Job:
+        """The command, running with `stdio` and `env`. Raises Refused or OSError when it
+        cannot (nothing ran: the caller runs it under bubblewrap)."""
+        reply, self._reply = self._reply, None
+        if reply is None:
+            raise OSError("this start was used or abandoned")
+        try:
+            job = await _started(reply)
+        except (Refused, OSError):
+            if self.parent.dead():
+                POOL.drop(self.parent)
+            raise
+        message = b"G" + json.dumps(command_env(self._conf, env)).encode()
+        try:
+            if len(message) > MAX_REQUEST:
+                raise Refused("the environment is too large for the sandbox parent")
+            socket.send_fds(reply, [message], list(stdio))
+        except BaseException:
+            job.kill()
+            with contextlib.suppress(OSError):
+                os.close(job.pidfd)
+            job.pidfd = -1
+            reply.close()
+            raise
+        return job
+
+    def abandon(self) -> None:
+        if self._reply is not None:
+            _abandon(self._reply)
+            self._reply = None
 
 
 def _abandon(reply: socket.socket) -> None:
@@ -203,6 +265,9 @@ class Job:
         self._sent = self._sent or sig
         with contextlib.suppress(OSError):
             signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
 
     def alive(self) -> bool:
         if self.returncode is not None or self.pidfd < 0:
@@ -293,7 +358,32 @@ class ParentProcess:
 
 async def start(bwrap: str, conf: Confinement, argv: Sequence[str],
                 env: dict[str, str]) -> ParentProcess | None:
-    """Run `argv` confined by `conf` in a parent, or None: the caller runs bubblewrap."""
+    """Run `argv` confined by `conf` in a parent, its output on pipes, or None: the caller
+    runs bubblewrap."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        job = await start_job(bwrap, conf, argv, env, (null, out_w, err_w))
+    except BaseException:
+        os.close(out_r)
+        os.close(err_r)
+        raise
+    finally:
+        for fd in (null, out_w, err_w):
+            os.close(fd)
+    if job is None:
+        os.close(out_r)
+        os.close(err_r)
+        return None
+    return ParentProcess(job, out_r, err_r)
+
+
+async def start_job(bwrap: str, conf: Confinement, argv: Sequence[str], env: dict[str, str],
+                    stdio: tuple[int, int, int]) -> Job | None:
+    """Run `argv` confined by `conf` in a parent with `stdio` (the caller's to close), or
+    None: no parent ready for this base, or it could not take the command (the caller runs
+    bubblewrap; never unconfined)."""
     if conf.git_read_only or conf.git_writable:
         return None  # read-only git directories (bwrap.git_args): the server does not make them
     parent = POOL.take(bwrap, conf)
@@ -302,25 +392,34 @@ async def start(bwrap: str, conf: Confinement, argv: Sequence[str],
     request = request_of(conf, argv, env)
     if len(request) > MAX_REQUEST:
         return None
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        job = await parent.start(request, (null, out_w, err_w))
+        return await parent.start(request, stdio)
     except (Refused, OSError) as exc:
-        os.close(out_r)
-        os.close(err_r)
         if not isinstance(exc, Refused) or parent.dead():
             POOL.drop(parent)
         return None
-    except BaseException:
-        os.close(out_r)
-        os.close(err_r)
-        raise
+
+
+def prestart(bwrap: str, conf: Confinement, argv: Sequence[str]) -> Pending | None:
+    """Send `argv`'s request now, its descriptors and environment to come (`Pending.go`);
+    None when no parent can take it (the caller runs bubblewrap later)."""
+    if conf.git_read_only or conf.git_writable:
+        return None
+    parent = POOL.take(bwrap, conf)
+    if parent is None:
+        return None
+    request = request_of(conf, argv, None)
+    if len(request) > MAX_REQUEST:
+        return None
+    null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)  # placeholders: the init
+    try:                                                   # replaces them at the go-ahead
+        return Pending(parent, conf, parent.send(request, (null, null, null)))
+    except (Refused, OSError):
+        if parent.dead():
+            POOL.drop(parent)
+        return None
     finally:
-        for fd in (null, out_w, err_w):
-            os.close(fd)
-    return ParentProcess(job, out_r, err_r)
+        os.close(null)
 
 
 class ParentPool:

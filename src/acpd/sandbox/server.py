@@ -111,18 +111,22 @@ def _init(data: bytes, fds: list[int], held: tuple[int, ...]) -> None:
         _mount_proc()
         sc.drop_all_capabilities(held)
         sc.prctl(sc.PR_SET_DUMPABLE, 0)  # the command may not ptrace its init (same uid)
-        program = _program(request)
+        deferred = request.get("deferred") is True
+        program = None if deferred else _program(request)
         pidfd = os.pidfd_open(os.getpid())
         # Before the command runs: a daemon that gave up waiting (its end is closed) makes
         # this fail, and nothing runs.
         socket.send_fds(_reply(reply), [b"S"], [pidfd])
         os.close(pidfd)
-        pid = _spawn(program)
+        if program is not None:
+            pid = _spawn(program)
     except BaseException as exc:  # everything goes to the daemon, nothing runs
         try:
             os.write(reply, b"F" + f"{type(exc).__name__}: {exc}".encode()[:4000])
         finally:
             os._exit(125)
+    if program is None:
+        pid = _go_ahead(request, reply)
     while True:  # reap orphans until the command itself ends
         try:
             child, status = os.waitpid(-1, 0)
@@ -133,6 +137,31 @@ def _init(data: bytes, fds: list[int], held: tuple[int, ...]) -> None:
             # waits for this process to be gone (its pidfd) before it calls the command done.
             os.write(reply, b"E" + status.to_bytes(4, "little", signed=True))
             os._exit(0)
+
+
+def _go_ahead(request: dict[str, object], reply: int) -> int:
+    """A deferred start: wait for "G" with the command's environment and its stdin, stdout
+    and stderr (the relay client's: the editor's terminal), then spawn. Anything else (the
+    daemon gave up: an end of file) ends the init with nothing run. After "S" the daemon
+    waits for "E": a command that cannot be spawned says why on its own stderr and exits
+    125."""
+    try:
+        data, fds, _flags, _addr = socket.recv_fds(_reply(reply), MAX_REQUEST, 3)
+    except OSError:
+        os._exit(125)
+    if data[:1] != b"G" or len(fds) != 3:
+        os._exit(125)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    _close([fd for fd in fds if fd > 2])
+    try:
+        env = json.loads(data[1:])
+        return _spawn(_program({**request, "env": env}))
+    except Exception as exc:
+        with contextlib.suppress(OSError):
+            os.write(2, f"acpd sandbox: NOT RUN: {type(exc).__name__}: {exc}\n".encode())
+        os.write(reply, b"E" + (125 << 8).to_bytes(4, "little", signed=True))
+        os._exit(0)
 
 
 def _reply(fd: int) -> socket.socket:
