@@ -13,9 +13,17 @@ Rules, in the order a command meets them:
   and forbid the fresh /proc each command needs.)
 - A request (one SOCK_SEQPACKET message on the control socket) carries the command's fresh
   per-command profile (the pins, read-only paths and masks the daemon's walk found just
-  now), argv, env, and by SCM_RIGHTS its stdin, stdout, stderr and a reply socket.
+  now), argv, env, and by SCM_RIGHTS its stdin, stdout, stderr and a reply socket. A
+  *deferred* request (the editor path: parent.prestart) has no env and placeholder stdio:
+  the init sets everything up and says so ("S"), then waits for "G" with the environment and
+  the real descriptors (the relay client's), and only then spawns the command; an end of
+  file instead (no client came) ends it with nothing run.
 - For each request the parent clones a child into a new mount, PID and IPC namespace at
-  once: the *init*, PID 1 there. It gets a /dev/shm and a devpts of its own (the /dev
+  once: the *init*, PID 1 there. It is cloned ahead, a *spare* waiting for the next request
+  (the clone and its first writes to the copied memory cost about a millisecond, paid
+  between commands): the request and its descriptors are handed to it, and the next spare
+  is cloned once the parent has closed its copies of them; without a live spare the parent
+  clones the init when the request comes. It gets a /dev/shm and a devpts of its own (the /dev
   tmpfs is shared with the parent's other commands, so it is made read-only: no command
   replaces a node for the next one), then applies the profile: pins (a git directory
   opened without following links, checked to be the path the walk found, bound onto itself
@@ -65,6 +73,7 @@ def main(control_fd: int) -> None:
         limit.write("0")  # no user namespace below this one, ever (see the docstring)
     held = held_capabilities()
     control.send(b"R")
+    spare = _spare(control, held)
     while True:
         try:
             data, fds, _flags, _addr = socket.recv_fds(control, MAX_REQUEST, 4)
@@ -74,16 +83,73 @@ def main(control_fd: int) -> None:
             break
         if not data:
             break
-        if len(fds) == 4 and sc.clone(CLONE_FLAGS) == 0:
+        if len(fds) != 4:
+            _close(fds)
+            continue
+        # No spare (or it died): clone the init now.
+        if (spare is None or not _hand_over(spare, data, fds)) and sc.clone(CLONE_FLAGS) == 0:
             control.close()
             _init(data, fds, held)
-        _close(fds)
+        _close(fds)  # before the next spare is cloned: it must hold none of these
+        spare = _spare(control, held)  # the next one, while this one sets up
+    if spare is not None:
+        spare.close()  # its end of file: it exits, having run nothing
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     while True:
         try:
             os.wait()
         except ChildProcessError:
             break
+
+
+def _spare(control: socket.socket, held: tuple[int, ...]) -> socket.socket | None:
+    """The next command's init, cloned ahead of its request (the clone of this process and
+    its first writes to the copied memory, and a fresh /dev/shm and devpts, cost about a
+    millisecond: paid between commands, not by one). It waits on the socket returned here;
+    None if it could not be made (the next request clones one as before)."""
+    try:
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    except OSError:
+        return None
+    try:
+        child = sc.clone(CLONE_FLAGS)
+    except OSError:
+        mine.close()
+        theirs.close()
+        return None
+    if child == 0:
+        control.close()
+        mine.close()
+        _wait_for_request(theirs, held)
+    theirs.close()
+    return mine
+
+
+def _wait_for_request(sock: socket.socket, held: tuple[int, ...]) -> None:
+    """A spare init (PID 1 of its namespaces): set /dev up, then wait for one request.
+    Never returns; an end of file (the parent is done) ends it with nothing run."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    try:
+        _fresh_dev()
+        data, fds, _flags, _addr = socket.recv_fds(sock, MAX_REQUEST, 4)
+    except BaseException:  # a spare that cannot serve ends; the parent then clones one
+        os._exit(125)
+    if not data or len(fds) != 4:
+        os._exit(0)
+    sock.close()
+    _init(data, fds, held, dev_ready=True)
+
+
+def _hand_over(spare: socket.socket, data: bytes, fds: list[int]) -> bool:
+    """Give the request to the waiting spare (and close our end: it serves one); False
+    when it is gone."""
+    try:
+        socket.send_fds(spare, [data], fds, socket.MSG_DONTWAIT)
+        return True
+    except OSError:
+        return False
+    finally:
+        spare.close()
 
 
 def held_capabilities() -> tuple[int, ...]:
@@ -94,7 +160,8 @@ def held_capabilities() -> tuple[int, ...]:
     return tuple(cap for cap in range(last + 1) if sc.capbset_read(cap))
 
 
-def _init(data: bytes, fds: list[int], held: tuple[int, ...]) -> None:
+def _init(data: bytes, fds: list[int], held: tuple[int, ...], *, dev_ready: bool = False
+          ) -> None:
     """PID 1 of the command's fresh PID and mount namespaces. Never returns."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     for target, fd in enumerate(fds[:3]):
@@ -105,7 +172,8 @@ def _init(data: bytes, fds: list[int], held: tuple[int, ...]) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):  # Python's handlers: an init ignores them
             signal.signal(sig, signal.SIG_DFL)
         request = json.loads(data)
-        _fresh_dev()
+        if not dev_ready:
+            _fresh_dev()
         apply_profile(request)
         os.setsid()
         _mount_proc()
