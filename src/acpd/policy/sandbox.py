@@ -425,19 +425,11 @@ _DOT_COMPONENT: Final = re.compile(r"/\.\.?(?:/|$)")
 
 
 def _normpath(path: str) -> str:
-    """os.path.normpath of an absolute path, without the work when it is already normal (no
-    empty, `.` or `..` component, no trailing slash), and with less of it when its only
-    oddity is `.` components (`./victim` joined to the cwd: the common case)."""
-    if "//" in path or path.endswith("/"):
+    """os.path.normpath of an absolute path, without the call when it is already normal (no
+    empty, `.` or `..` component, no trailing slash). (A path that may not be: C's normpath
+    outright, which costs less than a regex search to tell `./victim` from `.git`.)"""
+    if "//" in path or path.endswith("/") or "/." in path:
         return pathtext.normpath(path)
-    if "/." in path and _DOT_COMPONENT.search(path):
-        if "/.." in path:
-            return pathtext.normpath(path)
-        while "/./" in path:  # each pass drops every other one of a run (`/././`)
-            path = path.replace("/./", "/")
-        if path.endswith("/."):
-            path = path[:-2] or "/"
-        return path
     return path
 
 
