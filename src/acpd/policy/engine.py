@@ -108,21 +108,21 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         budget = self.settings.budget_ms if budget_ms is None else budget_ms
         if not parse_mod.ready():
             parse_mod.warm()  # loading tree-sitter (first call only) is not the command's cost
+        paused = len(command) > budget_mod.GC_PAUSE_CHARS
+        if paused:  # (before the decision's state is made, and resumed after it is gone)
+            budget_mod.pause_gc()
         previous = budget_mod.start(budget)
         memo = open_decision()
-        paused = len(command) > budget_mod.GC_PAUSE_CHARS
-        if paused:
-            budget_mod.pause_gc()
         try:
             out = self._judge(command, cwd, roots, trust, home, None, sandboxed=sandboxed)
             if sandboxed and out.verdict == "allow" and (trust or self.settings.trust) not in (
                     "trusted", "untrusted"):
                 out = self._unmasked(out, command, cwd, roots, trust, home)
         finally:
-            if paused:
-                budget_mod.resume_gc()
             close_decision(memo)
             budget_mod.restore(previous)
+            if paused:
+                budget_mod.resume_gc()
         return Decision(out.verdict, tuple(out.reasons), tuple(out.rules), self.hash)
 
     def rule_matches(self, rule: CompiledRule, command: str, cwd: str,

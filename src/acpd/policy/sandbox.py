@@ -15,14 +15,18 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from acpd.pathglob import glob_regex
 from acpd.policy import pathtext
+from acpd.policy.budget import current_slot, publish_memo
 from acpd.policy.decision import Verdict
 from acpd.policy.gitdirs import git_dir_write
-from acpd.policy.threadstate import DecisionScope
 from acpd.policy.words import DYN
+
+if TYPE_CHECKING:
+    from acpd.policy.gitobjects import LineRecord
+    from acpd.policy.hookdirs import Found
 
 _DEV_FD: Final = re.compile(r"/dev/fd/\d+")
 REDIRECT_DEVICES: Final = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin",
@@ -282,41 +286,51 @@ class _Decision:
     """The file-system memos of the decision running on a thread: they live exactly as long
     as the decision (no fact outlives it)."""
 
-    __slots__ = ("links", "memo", "stats")
+    __slots__ = ("hook_dirs", "hook_links", "line", "links", "memo", "stats")
 
     def __init__(self) -> None:
         self.memo: dict[str, str] = {}
         self.stats: dict[str, os.stat_result | None] = {}
         self.links: dict[tuple[int, int], object] = {}
-
-
-_scope: Final = DecisionScope()
+        self.hook_dirs: dict[str, Found | str] | None = None
+        """hookdirs.py: hooks directories by where git starts, read once per decision."""
+        self.hook_links: dict[str, dict[str, str]] | None = None
+        """hookdirs.py: the hooks that are links, by hooks directory."""
+        self.line: LineRecord | None = None
+        """gitobjects.py: what the line's commands did to git's objects."""
 
 
 def open_decision() -> _Decision | None:
     """Start the resolved-path memo of one decision on this thread; return the previous
     memo for `close_decision` (a nested judge keeps the outer decision's memo). The memo
     holds `resolve` results only while one decision runs: no file-system fact outlives it."""
-    previous = _scope.current
+    slot = current_slot()
+    previous = None if slot is None else slot.memo
     if previous is None:
-        _scope.current = _Decision()
+        publish_memo(_Decision())
     return previous
 
 
 def close_decision(previous: _Decision | None) -> None:
-    _scope.current = previous
+    publish_memo(previous)
+
+
+def current_decision() -> _Decision | None:
+    """The memos of the decision running on this thread, or None outside one."""
+    slot = current_slot()
+    return None if slot is None else slot.memo
 
 
 def decision_links() -> dict[tuple[int, int], object] | None:
     """This decision's memo of hard-link scans (see `hardlinks`), or None outside one."""
-    current = _scope.current
+    current = current_decision()
     return None if current is None else current.links
 
 
 def file_stat(real: str) -> os.stat_result | None:
     """`os.stat` of a resolved path (None when missing), read at most once per decision: the
     lstat walk of `resolve` already holds it for a path that is no symbolic link."""
-    current = _scope.current
+    current = current_decision()
     stats = None if current is None else current.stats
     if stats is not None and real in stats:
         return stats[real]
@@ -332,7 +346,7 @@ def file_stat(real: str) -> os.stat_result | None:
 def resolve(path: str) -> str:
     """`os.path.realpath(path)`, read afresh for each decision (resolved at most once per
     decision: see `open_decision`)."""
-    current = _scope.current
+    current = current_decision()
     if current is None:
         return _resolve(path, None)
     memo = current.memo
