@@ -281,6 +281,9 @@ _FD_LINK: Final = "/proc/self/fd/" if os.path.isdir("/proc/self/fd") else ""
 _WALK_MAX: Final = 3
 """Components an lstat walk may take; a longer path costs the three calls of `_open_name`."""
 _MEMO_MAX: Final = 4096
+_lstat: Final = os.lstat
+_S_IFMT: Final = 0o170000
+_S_IFLNK: Final = stat.S_IFLNK
 
 class _Decision:
     """The file-system memos of the decision running on a thread: they live exactly as long
@@ -385,11 +388,11 @@ def _resolve(path: str, current: _Decision | None) -> str:
     for part in rest[1:].split("/"):
         cur = f"{cur}/{part}"
         try:
-            found = os.lstat(cur)
+            found = _lstat(cur)
         except OSError:
             found = None  # missing (or unreadable): realpath keeps the rest as written
             break
-        if stat.S_ISLNK(found.st_mode):
+        if found.st_mode & _S_IFMT == _S_IFLNK:  # (stat.S_ISLNK, without the call)
             return _open_name(path)
     if current is not None and len(current.stats) < _MEMO_MAX:
         current.stats[path] = found  # no link on the way: the last lstat is its stat (or missing)
