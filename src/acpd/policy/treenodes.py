@@ -49,12 +49,15 @@ class Walk:
         self.extra_words: dict[int, list[str]] = {}
         """Arguments tree-sitter hangs on a redirect (`cat 2>/dev/null .env`: `.env` is a
         second `destination` of the redirect; bash passes it to `cat`), per command node."""
-        self.suspicious = b"`" in data or b"$(" in data
+        # (tested on the text: the same answer, ASCII encodes as itself and no other
+        # character's bytes are ASCII; `in` on bytes first tries the operand as an int and
+        # pays for the TypeError)
+        self.suspicious = "`" in source or "$(" in source
         """Only then are quoted ranges collected for the raw substitution scan."""
         self.masks: list[tuple[int, int]] = []
         """Byte ranges bash does not expand: single-quoted text, quoted here-doc bodies."""
         self.arith_starts: set[int] = set()
-        self.amp = b"&" in data
+        self.amp = "&" in source
         """Only then can a command be an asynchronous job (`&`)."""
 
     def text(self, node: Any) -> str:
