@@ -50,7 +50,7 @@ _MAX_CHARS: Final = 1024
 def _command_name(word: str) -> bool:
     """`_NAME.fullmatch(word)`; a name of ASCII letters and digits not starting with a digit
     (`rm`, `git`) is one without running the regex."""
-    if word.isascii() and word.isalnum():
+    if word.isalnum() and word.isascii():  # (isalnum first: compiled, it is a primitive)
         return not ("0" <= word[0] <= "9")
     return _NAME.fullmatch(word) is not None
 

@@ -380,7 +380,7 @@ PLAIN: Final = re.compile(r"[A-Za-z0-9_./:=,+@%^-]+")
 def simple_value(text: str) -> str | None:
     """The value of a word that is one field whatever the environment: plain characters, or
     one single- or double-quoted string with nothing to expand inside; else None."""
-    if (text.isascii() and text.isalnum()) or PLAIN.fullmatch(text):
+    if (text.isalnum() and text.isascii()) or PLAIN.fullmatch(text):
         return text  # (ASCII letters and digits are PLAIN without running the regex)
     if len(text) >= 2:
         quote = text[0]
