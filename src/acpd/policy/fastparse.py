@@ -130,7 +130,7 @@ def _tokens(source: str) -> Script | None:
         m = _TOKEN.match(source, pos)
         if m is None:
             return None
-        pos = m.end()
+        start, pos = pos, m.end()  # (a match at pos starts there: the token is the slice)
         kind = m.lastgroup  # the alternative that matched (`red` closes after fd and rop)
         if kind == "ws":
             continue
@@ -138,13 +138,13 @@ def _tokens(source: str) -> Script | None:
             if cmd is None:
                 return None  # an empty command: a syntax error
             cmd = None
-            after_op = m.group("op") != ";"
+            after_op = source[start:pos] != ";"
             continue
         if kind == "red":
             fd_text = m.group("fd")
             if fd_text is not None and m.group("rop").startswith("&"):
                 return None  # `2&>x`: the digits are a word to tree-sitter
-            if (m.start() > 0 and source[m.start() - 1] in "0123456789") or (
+            if (start > 0 and source[start - 1] in "0123456789") or (
                     fd_text is not None and cmd is not None and cmd.words[-1:] == ["-"]):
                 return None  # `--3<x`, `- 1>x`: tree-sitter reads these its own way
             redirect = _redirect(source, m, fd_text)
@@ -156,11 +156,11 @@ def _tokens(source: str) -> Script | None:
             cmd.redirects.append(red)
             after_op = False
             continue
-        word = m.group("word")
-        if word is None:
+        if kind != "word":
             return None
+        word = source[start:pos]
         if cmd is None:
-            cmd = SimpleCommand([], start=m.start() if amp else -1)
+            cmd = SimpleCommand([], start=start if amp else -1)
             commands.append(cmd)
         if not cmd.words and (word in _RESERVED or not _command_name(word)):
             return None  # a keyword, a declaration, an assignment, a quoted or glob name
