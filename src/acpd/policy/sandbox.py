@@ -282,6 +282,11 @@ _WALK_MAX: Final = 3
 """Components an lstat walk may take; a longer path costs the three calls of `_open_name`."""
 _MEMO_MAX: Final = 4096
 _lstat: Final = os.lstat
+_os_open: Final = os.open
+_readlink: Final = os.readlink
+_close: Final = os.close
+_OPEN_FLAGS: Final = _O_PATH | os.O_CLOEXEC
+# (bound once: from compiled code each `os.x` is a module attribute look-up)
 _S_IFMT: Final = 0o170000
 _S_IFLNK: Final = stat.S_IFLNK
 
@@ -405,15 +410,15 @@ def _open_name(path: str) -> str:
     component); else `os.path.realpath`."""
     if _O_PATH and _FD_LINK:
         try:
-            fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+            fd = _os_open(path, _OPEN_FLAGS)
         except (OSError, ValueError):
             return os.path.realpath(path)
         try:
-            real = os.readlink(f"{_FD_LINK}{fd}")
+            real = _readlink(f"{_FD_LINK}{fd}")
         except OSError:
             real = ""
         finally:
-            os.close(fd)
+            _close(fd)
         if real.startswith("/") and not real.endswith(" (deleted)"):
             return real
     return os.path.realpath(path)
