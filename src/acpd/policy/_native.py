@@ -26,10 +26,9 @@ _SRC = os.path.dirname(os.path.dirname(PACKAGE_DIR))
 
 # Not compiled: pydantic models and their loaders (rules), the CLI, the watcher and reload
 # handle (anyio, watchfiles), overlays, examples (run at compile time only) and the packages'
-# __init__ files (they set the search path this module manages), and the per-thread state
-# (threadstate.py says why).
+# __init__ files (they set the search path this module manages).
 _PURE = frozenset({"__init__", "_native", "rules", "cli", "cli_args", "reload", "watch",
-                   "overlays", "examples", "threadstate"})
+                   "overlays", "examples"})
 
 MANIFEST = "manifest.json"
 ACTIVE = False

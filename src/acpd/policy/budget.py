@@ -27,8 +27,9 @@ all to free nothing (up to 80 ms of collections on a 64 KiB line, measured). Wha
 decision allocates is freed by reference counting when it ends; a pause is at most one
 decision long (the budget), and concurrent judges share it (the last one out resumes).
 
-The state lives in a thread-local so that deep helpers need no extra parameter; one judge
-call sets it and restores the previous one, and judges on other threads have their own.
+The state lives in a context variable (`_slot`) so that deep helpers need
+no extra parameter; one judge call sets it and restores the previous one, and judges on other
+threads have their own.
 """
 
 from __future__ import annotations
@@ -38,13 +39,75 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Final
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Final
 
-from acpd.policy.threadstate import BudgetSlot
+if TYPE_CHECKING:
+    from acpd.policy.sandbox import _Decision
 
 CHECKED_SHARE: Final = 0.6
 
-_local: Final = BudgetSlot()
+
+
+class Slot:
+    """What one decision on a thread keeps where deep helpers find it: its budget, and its
+    file-system memos (sandbox.open_decision). Made when the decision starts, unset when it
+    ends (one context variable set each time, a look-up each read)."""
+
+    __slots__ = ("budget", "memo")
+
+    def __init__(self) -> None:
+        self.budget: _Budget | None = None
+        self.memo: _Decision | None = None
+
+
+_slot: Final[ContextVar[Slot | None]] = ContextVar("acpd.policy.decision", default=None)
+"""This thread's decision. A context variable rather than a `threading.local`: each thread runs
+in a context of its own, so what one thread's decision sets is seen by that thread only, as
+with a thread-local, but a read is a cached look-up (a thread-local attribute costs about as
+much as a small function, and the judge reads this a few dozen times a decision; a compiled
+subclass of threading.local also crashes the process when a second thread reads it). Only a
+Slot made for one decision is set, and unset when the decision ends: a context copied while
+no decision runs (anyio's `to_thread` copies the caller's) holds none, so no two threads
+share one."""
+
+
+def current_slot() -> Slot | None:
+    """This thread's decision, or None outside one."""
+    return _slot.get()
+
+
+def _current() -> _Budget | None:
+    slot = _slot.get()
+    return None if slot is None else slot.budget
+
+
+def _publish(budget: _Budget | None) -> None:
+    """Make `budget` this thread's (None: no decision)."""
+    slot = _slot.get()
+    if slot is None:
+        if budget is None:
+            return
+        slot = Slot()
+        _slot.set(slot)
+    slot.budget = budget
+    if budget is None and slot.memo is None:
+        _slot.set(None)  # the decision is over
+
+
+def publish_memo(memo: _Decision | None) -> None:
+    """Make `memo` this thread's decision's file-system memo (None: none); sandbox.py's."""
+    slot = _slot.get()
+    if slot is None:
+        if memo is None:
+            return
+        slot = Slot()
+        _slot.set(slot)
+    slot.memo = memo
+    if memo is None and slot.budget is None:
+        _slot.set(None)
+
+
 _thread_time: Final = time.thread_time
 _perf_counter: Final = time.perf_counter
 
@@ -59,7 +122,7 @@ class TooComplex(Exception):
 
 def _gc_clock(phase: str, _info: dict[str, Any]) -> None:
     """Account the collector's time to the thread it runs on (while it judges)."""
-    current: _Budget | None = _local.budget
+    current: _Budget | None = _current()
     if current is None:
         return
     if phase == "start":
@@ -74,17 +137,17 @@ def uncounted() -> Iterator[None]:
     """Leave the CPU time of the block out of this thread's decision (work the command did
     not cause: the caller's set-up, made once per workspace and home). No check inside the
     block can stop it."""
-    current: _Budget | None = _local.budget
+    current: _Budget | None = _current()
     if current is None:
         yield
         return
-    _local.budget = None
+    _publish(None)
     began = _thread_time()
     try:
         yield
     finally:
         current.uncounted += _thread_time() - began
-        _local.budget = current
+        _publish(current)
 
 
 class _Budget:
@@ -108,11 +171,11 @@ class _Budget:
 def start(budget_ms: float) -> _Budget | None:
     """Give this thread's decision `budget_ms`; return the previous budget (restore it with
     `restore`, so that a nested judge keeps the outer one)."""
-    previous: _Budget | None = _local.budget
+    previous: _Budget | None = _current()
     if previous is not None:
         return previous  # a nested judge spends the outer decision's budget
     allowed = max(0.0, budget_ms) * CHECKED_SHARE / 1000.0
-    _local.budget = _Budget(_thread_time(), allowed, _perf_counter() + allowed)
+    _publish(_Budget(_thread_time(), allowed, _perf_counter() + allowed))
     return None
 
 
@@ -141,12 +204,12 @@ def resume_gc() -> None:
 
 
 def restore(previous: _Budget | None) -> None:
-    _local.budget = previous
+    _publish(previous)
 
 
 def expired() -> bool:
     """Has this thread's decision used up its budget? (No budget: never.)"""
-    current: _Budget | None = _local.budget
+    current: _Budget | None = _current()
     if current is None:
         return False
     now = _perf_counter()
@@ -168,25 +231,25 @@ def _spent(current: _Budget, now: float) -> bool:
 def note_words(count: int) -> None:
     """Add the words brace expansion makes in one parsed text (expansion.py) to this
     decision's tally."""
-    current: _Budget | None = _local.budget
+    current: _Budget | None = _current()
     if current is not None and count > 1:
         current.words += count
 
 
 def words_made() -> int:
     """The decision's tally so far (0 without a decision)."""
-    current: _Budget | None = _local.budget
+    current: _Budget | None = _current()
     return current.words if current is not None else 0
 
 
 def active() -> bool:
-    return _local.budget is not None
+    return _current() is not None
 
 
 def check() -> None:
     """Raise OverBudget when this thread's decision has used up its budget. (Called often
     on the hot path: `expired` inlined, the CPU clock read only when it could be spent.)"""
-    current: _Budget | None = _local.budget
+    current: _Budget | None = _current()
     if current is not None:
         now = _perf_counter()
         if now > current.next_look and _spent(current, now):

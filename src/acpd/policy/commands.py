@@ -457,20 +457,19 @@ class CommandJudge:
                     continue  # no subcommand of the rule can match
                 if cr.needs_options and not sc.options:
                     continue  # (with no option scanned, the global prefix has none either)
-                if cr.rule.check is not None and ctx.cctx is None:
+                if cr.check is not None and ctx.cctx is None:
                     ctx.cctx = CheckContext(ctx.cwd, ctx.roots)
                 if not rule_matches(cr, base, args, sc, ctx.cctx, vopts):
                     continue
-            rule = cr.rule
-            if rule.verdict == "allow" and rule.modeled and not spec_ok:
+            if cr.verdict == "allow" and cr.modeled and not spec_ok:
                 unmodeled = True
                 continue
-            if rule.verdict == "allow":
-                ctx.out.add("allow", rule.id, "")
+            if cr.verdict == "allow":
+                ctx.out.add("allow", cr.id, "")
                 allowed = True
-                trusted_only = trusted_only and rule.trust == "trusted"
+                trusted_only = trusted_only and cr.trusted_only
             else:
-                ctx.out.add(rule.verdict, rule.id, rule.reason or f"rule {rule.id}")
+                ctx.out.add(cr.verdict, cr.id, cr.reason)
         if ctx.only_rule is None and self.glob_rules:
             text = " ".join("?" if a == DYN else a for a in [base, *args]).lower()
             for regex, grule in self.glob_rules:

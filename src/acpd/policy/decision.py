@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 Verdict = Literal["allow", "ask", "deny"]
 RANK: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 VERDICTS: tuple[Verdict, ...] = ("allow", "ask", "deny")
+_set: Final = object.__setattr__
 
 
 def stricter(a: Verdict, b: Verdict) -> Verdict:
@@ -18,7 +19,7 @@ def at_least(verdict: Verdict, floor: Verdict) -> bool:
     return RANK[verdict] >= RANK[floor]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Decision:
     """What the policy says about one command line.
 
@@ -33,6 +34,16 @@ class Decision:
     sandbox_lifted: bool = False
     """The verdict holds only because the command runs in the kernel sandbox (unsandboxed it
     would be stricter): the runner then confines it further (git directories read-only)."""
+
+    def __init__(self, verdict: Verdict, reasons: tuple[str, ...], rules: tuple[str, ...],
+                 policy_hash: str, sandbox_lifted: bool = False) -> None:
+        # Written out (the dataclass's own __init__ is interpreted code even when this module
+        # is compiled: a quarter of a simple decision's set-up); frozen, so set as it does.
+        _set(self, "verdict", verdict)
+        _set(self, "reasons", reasons)
+        _set(self, "rules", rules)
+        _set(self, "policy_hash", policy_hash)
+        _set(self, "sandbox_lifted", sandbox_lifted)
 
     def to_json(self) -> dict[str, object]:
         return {

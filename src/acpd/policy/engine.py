@@ -45,7 +45,7 @@ from acpd.policy.sandbox import (
 )
 from acpd.policy.text import check_text
 from acpd.policy.variables import VariableJudge
-from acpd.policy.words import DYN, PLAIN, Env, expand, simple_value
+from acpd.policy.words import DYN, Env, expand, simple_value
 from acpd.policy.wrappers import DETACHING, WRAPPERS, unwrap
 
 MAX_DEPTH: Final = 6
@@ -54,7 +54,6 @@ MAX_CWDS: Final = 32
 MAX_COMMANDS: Final = 2000
 MAX_PATH_CHARS: Final = 4096
 _SAFE_REDIRECT_TARGET: Final = re.compile(r"^(\d+|-)$")
-_plain = PLAIN.fullmatch
 _CD_NAMES: Final = frozenset({"cd", "pushd", "builtin", "command"})
 
 
@@ -108,21 +107,21 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         budget = self.settings.budget_ms if budget_ms is None else budget_ms
         if not parse_mod.ready():
             parse_mod.warm()  # loading tree-sitter (first call only) is not the command's cost
+        paused = len(command) > budget_mod.GC_PAUSE_CHARS
+        if paused:  # (before the decision's state is made, and resumed after it is gone)
+            budget_mod.pause_gc()
         previous = budget_mod.start(budget)
         memo = open_decision()
-        paused = len(command) > budget_mod.GC_PAUSE_CHARS
-        if paused:
-            budget_mod.pause_gc()
         try:
             out = self._judge(command, cwd, roots, trust, home, None, sandboxed=sandboxed)
             if sandboxed and out.verdict == "allow" and (trust or self.settings.trust) not in (
                     "trusted", "untrusted"):
                 out = self._unmasked(out, command, cwd, roots, trust, home)
         finally:
-            if paused:
-                budget_mod.resume_gc()
             close_decision(memo)
             budget_mod.restore(previous)
+            if paused:
+                budget_mod.resume_gc()
         return Decision(out.verdict, tuple(out.reasons), tuple(out.rules), self.hash)
 
     def rule_matches(self, rule: CompiledRule, command: str, cwd: str,
@@ -241,7 +240,8 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         if script.too_big or len(script.commands) > MAX_COMMANDS:
             out.add("deny", "input.too-many-nodes", "command too complex to judge")
             return
-        budget_mod.note_words(brace_words(script, ctx.home))
+        if "{" in source:  # (every word is text of the source: without a brace, none expands)
+            budget_mod.note_words(brace_words(script, ctx.home))
         if not ctx.repeats and (script.functions or script.for_vars or (
                 source != ctx.line and may_repeat(source))):  # (the line itself: looked at)
             ctx.repeats = True  # a payload's loop: `bash -c 'f'or' ...'` reads as one
@@ -345,7 +345,7 @@ class CompiledPolicy(CommandJudge, VariableJudge):
         if cmd.plain:  # each word is its own one value, and none is a glob
             self._argv(words, ctx, depth, in_function=cmd.function)
             return
-        values = [w if _plain(w) else simple_value(w) for w in words]
+        values = [simple_value(w) for w in words]
         if None not in values:  # every word has exactly one value: argv is known
             if len(values) > 1:
                 rest = "".join(values[1:])  # type: ignore[arg-type]

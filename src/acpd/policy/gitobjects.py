@@ -50,8 +50,7 @@ from acpd.policy import pathtext
 from acpd.policy.decision import Verdict
 from acpd.policy.programs.git_history import _form as git_form
 from acpd.policy.programs.git_index import MAGIC, may_reach
-from acpd.policy.sandbox import PathRules, _normpath, decision_links, resolve
-from acpd.policy.threadstate import LineState
+from acpd.policy.sandbox import PathRules, _normpath, current_decision, resolve
 from acpd.policy.treescan import SCAN_LIMIT, name_filter, tree_facts
 
 if TYPE_CHECKING:
@@ -259,10 +258,9 @@ _DECOMPRESSORS: Final = frozenset({"gzip", "bzip2", "xz", "lzma", "zstd", "pigz"
 class LineRecord:
     """What the commands of the line being judged did to git's objects (one per decision)."""
 
-    __slots__ = ("calls", "creators", "decision", "pending_read", "readers", "told")
+    __slots__ = ("calls", "creators", "pending_read", "readers", "told")
 
-    def __init__(self, decision: object) -> None:
-        self.decision = decision
+    def __init__(self) -> None:
         self.calls = 0
         self.creators: dict[int, str] = {}
         self.readers: dict[int, str] = {}
@@ -272,20 +270,15 @@ class LineRecord:
         arguments)."""
 
 
-_line: Final = LineState()
-
-
 def _state() -> LineRecord | None:
-    """This decision's record (keyed to its file-system memo, which lives exactly as long as
-    the decision); None outside a decision. (The thread-local slot is read once a call: a
-    read of it costs as much as a small function.)"""
-    current = decision_links()
+    """This decision's record (kept with its file-system memo, which lives exactly as long
+    as the decision); None outside a decision."""
+    current = current_decision()
     if current is None:
         return None
-    record = _line.record
-    if record is None or record.decision is not current:
-        record = LineRecord(current)
-        _line.record = record
+    record = current.line
+    if record is None:
+        record = current.line = LineRecord()
     return record
 
 

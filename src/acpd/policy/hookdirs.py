@@ -27,16 +27,13 @@ Rules:
 from __future__ import annotations
 
 import os
-from typing import Final, NamedTuple
+from typing import NamedTuple
 
 from acpd.policy import pathtext
 from acpd.policy.decision import Verdict
 from acpd.policy.githooks import HOOKS, Uncertain, hooks_and_includes
 from acpd.policy.programs.git_index import Unreadable, find_repository
-from acpd.policy.sandbox import decision_links, inside
-from acpd.policy.threadstate import HookMemo
-
-_memo: Final = HookMemo()
+from acpd.policy.sandbox import current_decision, inside
 
 
 def hooks_write(lexical: str, real: str, raw: str, roots: tuple[str, ...], *,
@@ -91,10 +88,11 @@ def _link_targets(hooks: str) -> dict[str, str]:
     """The hooks in `hooks` that are symbolic links, by the real path they resolve to
     (`.git/hooks/pre-commit -> ../../scripts/pre-commit`: the workspace file is the hook's
     code). Read once per decision: one listing of the directory, a resolution per link."""
-    owner = decision_links()
-    if owner is None or _memo.owner is not owner or _memo.links is None:
-        _memo.owner, _memo.dirs, _memo.links = owner, None, {}
-    targets = _memo.links.get(hooks)
+    current = current_decision()
+    memo = None if current is None else current.hook_links
+    if current is not None and memo is None:
+        memo = current.hook_links = {}
+    targets = None if memo is None else memo.get(hooks)
     if targets is None:
         targets = {}
         try:
@@ -104,8 +102,8 @@ def _link_targets(hooks: str) -> dict[str, str]:
                         targets[os.path.realpath(e.path)] = e.path
         except OSError:
             pass
-        if owner is not None:
-            _memo.links[hooks] = targets
+        if memo is not None:
+            memo[hooks] = targets
     return targets
 
 
@@ -136,13 +134,11 @@ class Found(NamedTuple):
 def _dirs(start: str) -> Found | str:
     """The hooks directories and config includes for the repository git finds from
     `start`; a string says why they cannot be told."""
-    owner = decision_links()
-    if owner is None or _memo.owner is not owner or _memo.dirs is None:
-        if _memo.owner is not owner:
-            _memo.links = None
-        _memo.owner, _memo.dirs = owner, {}
-    memo = _memo.dirs
-    hit = memo.get(start)
+    current = current_decision()
+    memo = None if current is None else current.hook_dirs
+    if current is not None and memo is None:
+        memo = current.hook_dirs = {}
+    hit = None if memo is None else memo.get(start)
     if hit is not None:
         return hit
     result: Found | str
@@ -158,6 +154,6 @@ def _dirs(start: str) -> Found | str:
                            tuple(_real_pair(repo.top, d) for d in dirs))
     except (Unreadable, Uncertain) as exc:
         result = str(exc)
-    if owner is not None:
+    if memo is not None:
         memo[start] = result
     return result

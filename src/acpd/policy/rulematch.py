@@ -12,6 +12,7 @@ from typing import Final
 
 from acpd.policy.argspec import Scan, option_matches, scan
 from acpd.policy.checks import CHECKS, CheckContext
+from acpd.policy.decision import Verdict
 from acpd.policy.rules import Rule
 from acpd.policy.words import DYN
 
@@ -37,6 +38,18 @@ class CompiledRule:
     """Its `options` are all looked up among scanned options: no option, no match."""
     unconditional: bool
     """Names only, no condition on the arguments: it matches every command it names."""
+    id: str
+    verdict: Verdict
+    reason: str
+    """What a finding of the rule says (`reason`, else "rule ID")."""
+    modeled: bool
+    trusted_only: bool
+    """`trust = "trusted"`."""
+    check: str | None
+    no_args: bool
+    global_only: bool
+    # (the rule's fields the judge reads, copied: a pydantic model's attribute costs a
+    # generic look-up from compiled code, a field here a load)
     option_tests: tuple[OptionTest, ...] = ()
     """`options`, each with its compiled glob matcher (built once per policy)."""
     unless_tests: tuple[OptionTest, ...] = ()
@@ -66,8 +79,10 @@ def compile_rule(rule: Rule) -> CompiledRule:
                          or rule.args or rule.any_arg or rule.argv or rule.check)
     return CompiledRule(rule, names, globs, subs, alternation(rule.args),
                         alternation(rule.any_arg, lower=True), alternation(rule.argv), heads,
-                        needs_options, unconditional, _option_tests(rule.options),
-                        _option_tests(rule.unless_options))
+                        needs_options, unconditional, rule.id, rule.verdict,
+                        rule.reason or f"rule {rule.id}", rule.modeled, rule.trust == "trusted",
+                        rule.check, rule.no_args, rule.global_only,
+                        _option_tests(rule.options), _option_tests(rule.unless_options))
 
 
 def _has_option(test: OptionTest, args: list[str], sc: Scan) -> bool:
@@ -100,7 +115,6 @@ def _global_prefix(args: list[str], vopts: frozenset[str]) -> list[str]:
 
 def rule_matches(cr: CompiledRule, base: str, args: list[str], sc: Scan,
                   cctx: CheckContext | None, vopts: frozenset[str]) -> bool:
-    rule = cr.rule
     pos: tuple[str, ...] = sc.positionals
     rest = pos
     if cr.subcommands:
@@ -110,12 +124,12 @@ def rule_matches(cr: CompiledRule, base: str, args: list[str], sc: Scan,
                 break
         else:
             return False
-    if rule.no_args and (rest or (sc.options and not cr.subcommands)):
+    if cr.no_args and (rest or (sc.options and not cr.subcommands)):
         return False
     if cr.unless_tests and any(_has_option(t, args, sc) for t in cr.unless_tests):
         return False
     if cr.option_tests:
-        if rule.global_only:
+        if cr.global_only:
             glob_args = _global_prefix(args, vopts)
             gsc = scan(glob_args, vopts)
             if not any(_has_option(t, glob_args, gsc) for t in cr.option_tests):
@@ -128,7 +142,7 @@ def rule_matches(cr: CompiledRule, base: str, args: list[str], sc: Scan,
         return False
     if cr.argv_re is not None and not cr.argv_re.match(" ".join(args)):
         return False
-    if rule.check:
+    if cr.check:
         assert cctx is not None
-        return bool(CHECKS[rule.check](base, args, cctx))
+        return bool(CHECKS[cr.check](base, args, cctx))
     return True

@@ -31,7 +31,7 @@ def check_text(command: str, max_bytes: int, out: Findings) -> bool:
         out.add("deny", "input.nul", "command contains a NUL byte")
         return False
     if ascii_only:
-        if _CONTROL.search(command):
+        if not command.isprintable() and _CONTROL.search(command):  # (printable: none)
             ch = _CONTROL.search(command).group(0)  # type: ignore[union-attr]
             out.add("ask", "input.control", f"control character U+{ord(ch):04X} in command")
         return True

@@ -49,12 +49,15 @@ class Walk:
         self.extra_words: dict[int, list[str]] = {}
         """Arguments tree-sitter hangs on a redirect (`cat 2>/dev/null .env`: `.env` is a
         second `destination` of the redirect; bash passes it to `cat`), per command node."""
-        self.suspicious = b"`" in data or b"$(" in data
+        # (tested on the text: the same answer, ASCII encodes as itself and no other
+        # character's bytes are ASCII; `in` on bytes first tries the operand as an int and
+        # pays for the TypeError)
+        self.suspicious = "`" in source or "$(" in source
         """Only then are quoted ranges collected for the raw substitution scan."""
         self.masks: list[tuple[int, int]] = []
         """Byte ranges bash does not expand: single-quoted text, quoted here-doc bodies."""
         self.arith_starts: set[int] = set()
-        self.amp = b"&" in data
+        self.amp = "&" in source
         """Only then can a command be an asynchronous job (`&`)."""
 
     def text(self, node: Any) -> str:
@@ -208,15 +211,16 @@ def command(node: Any, fn: str | None, w: Walk) -> tuple[SimpleCommand, int]:
             _redirect_into(child, w, cmd.redirects, words)
             flat = -1
         elif kind != "comment":
-            text = src[child.start_byte : child.end_byte] if src is not None else w.text(child)
-            if child.start_byte == word_end and words:
+            start, end = child.start_byte, child.end_byte  # (each read is a call into the binding)
+            text = src[start:end] if src is not None else w.text(child)
+            if start == word_end and words:
                 # tree-sitter-bash splits one word at a backslash next to a brace
                 # (`{.e,x}\nv`); bash reads one word wherever no blank separates them.
                 words[-1] += text
                 flat = -1
             else:
                 words.append(text)
-            word_end = child.end_byte
+            word_end = end
             if flat < 0 or kind in LEAVES:
                 continue
             if (kind == "command_name" and child.named_child_count == 1
@@ -224,12 +228,14 @@ def command(node: Any, fn: str | None, w: Walk) -> tuple[SimpleCommand, int]:
                 flat += 1
             else:
                 flat = -1
-    extra = w.extra.get(node.id)
-    if extra is not None:
-        cmd.redirects.extend(extra)
-    extra_words = w.extra_words.get(node.id)
-    if extra_words:
-        words.extend(extra_words)
+    if w.extra or w.extra_words:  # (rare: the node's id is read only then)
+        node_id = node.id
+        extra = w.extra.get(node_id)
+        if extra is not None:
+            cmd.redirects.extend(extra)
+        extra_words = w.extra_words.get(node_id)
+        if extra_words:
+            words.extend(extra_words)
     if w.amp:
         cmd.start = node.start_byte
     if cmd.redirects:

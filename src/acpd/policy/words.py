@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from itertools import pairwise, product
-from typing import Final, NamedTuple
+from typing import Final
 
 from acpd.policy.braces import brace_expand
 from acpd.policy.budget import TooComplex, check
@@ -54,12 +54,34 @@ class Dyn:
 Seg = Lit | Param | Dyn
 
 
-class Expanded(NamedTuple):
-    """The possible values of one word: each alternative is a list of fields."""
+class Expanded:
+    """The possible values of one word: each alternative is a list of fields. (A plain
+    slotted class: one is made per word judged, and a compiled NamedTuple builds itself in
+    interpreted code.)"""
 
-    alternatives: tuple[tuple[str, ...], ...]
-    dynamic: bool
-    glob: bool
+    __slots__ = ("alternatives", "dynamic", "glob")
+
+    def __init__(self, alternatives: tuple[tuple[str, ...], ...], dynamic: bool,
+                 glob: bool) -> None:
+        self.alternatives = alternatives
+        self.dynamic = dynamic
+        self.glob = glob
+
+    def as_tuple(self) -> tuple[tuple[tuple[str, ...], ...], bool, bool]:
+        return self.alternatives, self.dynamic, self.glob
+
+    def __eq__(self, other: object) -> bool:
+        """As the NamedTuple it was: equal to an Expanded or a tuple of the same fields."""
+        if isinstance(other, Expanded):
+            return self.as_tuple() == other.as_tuple()
+        return isinstance(other, tuple) and self.as_tuple() == other
+
+    def __hash__(self) -> int:
+        return hash(self.as_tuple())
+
+    def __repr__(self) -> str:
+        return (f"Expanded(alternatives={self.alternatives!r}, dynamic={self.dynamic!r}, "
+                f"glob={self.glob!r})")
 
 
 _ANSI_ESCAPE: Final = re.compile(
@@ -358,8 +380,8 @@ PLAIN: Final = re.compile(r"[A-Za-z0-9_./:=,+@%^-]+")
 def simple_value(text: str) -> str | None:
     """The value of a word that is one field whatever the environment: plain characters, or
     one single- or double-quoted string with nothing to expand inside; else None."""
-    if PLAIN.fullmatch(text):
-        return text
+    if (text.isalnum() and text.isascii()) or PLAIN.fullmatch(text):
+        return text  # (ASCII letters and digits are PLAIN without running the regex)
     if len(text) >= 2:
         quote = text[0]
         if quote == "'" and text[-1] == "'":
