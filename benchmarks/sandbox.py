@@ -120,6 +120,24 @@ def build(small: Path) -> Confinement:
     return conf if tmp is None else dataclasses.replace(conf, tmp_dir=tmp)
 
 
+async def spawn_async(argv: list[str], fds: tuple[int, ...] = (), cwd: Path | None = None
+                      ) -> None:
+    process = await anyio.open_process(argv, cwd=cwd, stdin=subprocess.DEVNULL, pass_fds=fds)
+    if await process.wait() != 0:
+        raise RuntimeError(f"{argv[0]} failed")
+
+
+async def bwrap_pinned(bwrap: str, conf: Confinement, argv: list[str], cwd: Path | None = None
+                       ) -> None:
+    """bubblewrap per command, its git directories pinned (as the fallback runs it)."""
+    pins = open_pins(conf)
+    try:
+        await spawn_async(bwrap_argv(bwrap, conf, argv, pins), tuple(pins.values()), cwd)
+    finally:
+        for fd in pins.values():
+            os.close(fd)
+
+
 async def part_one(small: Path, bwrap: str, conf: Confinement, runs: int
                    ) -> dict[str, list[float]]:
     """The local runner's two ways, interleaved in one event loop (as the daemon runs them):
@@ -127,19 +145,8 @@ async def part_one(small: Path, bwrap: str, conf: Confinement, runs: int
     plain = ["bash", "-c", "true"]
     env = dict(os.environ)
 
-    async def spawn_async(argv: list[str], fds: tuple[int, ...] = ()) -> None:
-        process = await anyio.open_process(argv, stdin=subprocess.DEVNULL, pass_fds=fds)
-        if await process.wait() != 0:
-            raise RuntimeError(f"{argv[0]} failed")
-
     async def local() -> None:
-        built = build(small)
-        pins = open_pins(built)
-        try:
-            await spawn_async(bwrap_argv(bwrap, built, plain, pins), tuple(pins.values()))
-        finally:
-            for fd in pins.values():
-                os.close(fd)
+        await bwrap_pinned(bwrap, build(small), plain)
 
     async def in_parent(built: Confinement) -> None:
         process = await parent.start(bwrap, built, plain, env)
@@ -180,12 +187,6 @@ async def part_three(ws: Path, bwrap: str, status: SandboxStatus, runs: int
     blocked = env_matcher(DEFAULT_ENV_BLOCKLIST)
     relayed: list[float] = []
 
-    async def spawn_async(argv: list[str], fds: tuple[int, ...] = ()) -> None:
-        process = await anyio.open_process(argv, cwd=ws, stdin=subprocess.DEVNULL,
-                                           pass_fds=fds)
-        if await process.wait() != 0:
-            raise RuntimeError(f"{argv[0]} failed")
-
     async def editor_path(relay: bool) -> None:
         os.environ[relaybin.SWITCH_ENV] = "on" if relay else "off"
         confined = Confined(build(ws), status, "bwrap")
@@ -193,7 +194,7 @@ async def part_three(ws: Path, bwrap: str, status: SandboxStatus, runs: int
         launch = editor_launch(confined, "true", DEFAULT_ENV_BLOCKLIST)
         try:
             if launch.relay is None:
-                return await spawn_async([launch.command, *launch.args])
+                return await spawn_async([launch.command, *launch.args], cwd=ws)
             relayed.append(1.0)
             pending = confined.prestart(launch.shell)  # as the runner does, before spawning
             start = functools.partial(confined.start_with, launch.shell, "true", str(ws))
@@ -203,7 +204,7 @@ async def part_three(ws: Path, bwrap: str, status: SandboxStatus, runs: int
                     tg.start_soon(launch.relay.serve, lambda stdio, got: start(
                         {k: v for k, v in got.items() if not blocked.match(k)}, stdio,
                         pending))
-                    await spawn_async([launch.command, *launch.args])
+                    await spawn_async([launch.command, *launch.args], cwd=ws)
             finally:
                 if pending is not None:
                     pending.abandon()
@@ -211,13 +212,7 @@ async def part_three(ws: Path, bwrap: str, status: SandboxStatus, runs: int
             launch.cleanup()
 
     async def direct() -> None:
-        gconf = build(ws)
-        pins = open_pins(gconf)
-        try:
-            await spawn_async(bwrap_argv(bwrap, gconf, plain, pins), tuple(pins.values()))
-        finally:
-            for fd in pins.values():
-                os.close(fd)
+        await bwrap_pinned(bwrap, build(ws), plain, cwd=ws)
 
     with anyio.fail_after(60):
         while parent.POOL.take(bwrap, build(ws)) is None:  # noqa: ASYNC110
@@ -233,7 +228,8 @@ async def part_three(ws: Path, bwrap: str, status: SandboxStatus, runs: int
     for name, fn in contenders.items():
         out[name], out[f"plain {name}"] = [], []
         for _ in range(runs):
-            for key, step in ((f"plain {name}", lambda: spawn_async(plain)), (name, fn)):
+            for key, step in ((f"plain {name}", lambda: spawn_async(plain, cwd=ws)),
+                              (name, fn)):
                 begin = time.perf_counter()
                 await step()
                 out[key].append(time.perf_counter() - begin)

@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 CHECKED_SHARE: Final = 0.6
 
 
-
 class Slot:
     """What one decision on a thread keeps where deep helpers find it: its budget, and its
     file-system memos (sandbox.open_decision). Made when the decision starts, unset when it
@@ -85,27 +84,25 @@ def _current() -> _Budget | None:
 def _publish(budget: _Budget | None) -> None:
     """Make `budget` this thread's (None: no decision)."""
     slot = _slot.get()
-    if slot is None:
-        if budget is None:
-            return
-        slot = Slot()
-        _slot.set(slot)
-    slot.budget = budget
-    if budget is None and slot.memo is None:
-        _slot.set(None)  # the decision is over
+    _store(slot, budget, None if slot is None else slot.memo)
 
 
 def publish_memo(memo: _Decision | None) -> None:
     """Make `memo` this thread's decision's file-system memo (None: none); sandbox.py's."""
     slot = _slot.get()
+    _store(slot, None if slot is None else slot.budget, memo)
+
+
+def _store(slot: Slot | None, budget: _Budget | None, memo: _Decision | None) -> None:
+    if budget is None and memo is None:
+        if slot is not None:
+            _slot.set(None)  # the decision is over
+        return
     if slot is None:
-        if memo is None:
-            return
         slot = Slot()
         _slot.set(slot)
+    slot.budget = budget
     slot.memo = memo
-    if memo is None and slot.budget is None:
-        _slot.set(None)
 
 
 _thread_time: Final = time.thread_time

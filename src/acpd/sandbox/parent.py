@@ -198,9 +198,8 @@ class Pending:
             raise OSError("this start was used or abandoned")
         try:
             job = await _started(reply)
-        except (Refused, OSError):
-            if self.parent.dead():
-                POOL.drop(self.parent)
+        except (Refused, OSError) as exc:
+            _forget_if_gone(self.parent, exc)
             raise
         message = b"G" + json.dumps(command_env(self._conf, env)).encode()
         try:
@@ -384,42 +383,51 @@ async def start_job(bwrap: str, conf: Confinement, argv: Sequence[str], env: dic
     """Run `argv` confined by `conf` in a parent with `stdio` (the caller's to close), or
     None: no parent ready for this base, or it could not take the command (the caller runs
     bubblewrap; never unconfined)."""
-    if conf.git_read_only or conf.git_writable:
-        return None  # read-only git directories (bwrap.git_args): the server does not make them
-    parent = POOL.take(bwrap, conf)
-    if parent is None:
+    taken = _parent_for(bwrap, conf, argv, env)
+    if taken is None:
         return None
-    request = request_of(conf, argv, env)
-    if len(request) > MAX_REQUEST:
-        return None
+    parent, request = taken
     try:
         return await parent.start(request, stdio)
     except (Refused, OSError) as exc:
-        if not isinstance(exc, Refused) or parent.dead():
-            POOL.drop(parent)
+        _forget_if_gone(parent, exc)
         return None
 
 
 def prestart(bwrap: str, conf: Confinement, argv: Sequence[str]) -> Pending | None:
     """Send `argv`'s request now, its descriptors and environment to come (`Pending.go`);
     None when no parent can take it (the caller runs bubblewrap later)."""
-    if conf.git_read_only or conf.git_writable:
+    taken = _parent_for(bwrap, conf, argv, None)
+    if taken is None:
         return None
-    parent = POOL.take(bwrap, conf)
-    if parent is None:
-        return None
-    request = request_of(conf, argv, None)
-    if len(request) > MAX_REQUEST:
-        return None
+    parent, request = taken
     null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)  # placeholders: the init
     try:                                                   # replaces them at the go-ahead
         return Pending(parent, conf, parent.send(request, (null, null, null)))
-    except (Refused, OSError):
-        if parent.dead():
-            POOL.drop(parent)
+    except (Refused, OSError) as exc:
+        _forget_if_gone(parent, exc)
         return None
     finally:
         os.close(null)
+
+
+def _parent_for(bwrap: str, conf: Confinement, argv: Sequence[str], env: dict[str, str] | None
+                ) -> tuple[Parent, bytes] | None:
+    """A ready parent for `conf`'s base and the request, or None (bubblewrap runs it)."""
+    if conf.git_read_only or conf.git_writable:
+        return None  # read-only git directories (bwrap.git_args): the server does not make them
+    parent = POOL.take(bwrap, conf)
+    if parent is None:
+        return None
+    request = request_of(conf, argv, env)
+    return None if len(request) > MAX_REQUEST else (parent, request)
+
+
+def _forget_if_gone(parent: Parent, exc: Exception) -> None:
+    """A refusal leaves a live parent in the pool; a parent that failed otherwise, or died,
+    is replaced at the next command."""
+    if not isinstance(exc, Refused) or parent.dead():
+        POOL.drop(parent)
 
 
 class ParentPool:
