@@ -273,3 +273,51 @@ async def test_releasing_an_idle_workspace_kills_its_parent_before_its_tmp_goes(
     result = await run(ws, WHO + "cat .env; echo written > out.txt")
     assert "RELEASE-CANARY" not in result.output
     assert (ws / "out.txt").read_text() == "written\n"
+
+
+def children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def spares(parent: Parent) -> list[int]:
+    """The server's children that run nothing yet (its next command's init, waiting). The
+    server is the Python process under bubblewrap's own init (whose argv names it too)."""
+    server = server_pid(parent)
+    while b"bwrap" in Path(f"/proc/{server}/cmdline").read_bytes().split(b"\0")[0]:
+        (server,) = children(server)
+    return [pid for pid in children(server) if not children(pid)]
+
+
+async def test_a_spare_init_holds_nothing_of_the_command_before_it(ws: Path) -> None:
+    """The next command's init is cloned ahead: it must not hold the previous command's
+    descriptors, or that command's output would never end (its reader waits for the last
+    writer) and its reply socket would outlive it."""
+    await parented(ws)
+    for _ in range(3):
+        result = await run(ws, WHO + "echo out; echo err >&2")
+        assert in_parent(result) and "out" in result.output
+    parent = the_parent()
+    with anyio.fail_after(10):
+        while not spares(parent):  # noqa: ASYNC110
+            await anyio.sleep(0.02)
+    for pid in spares(parent):
+        targets = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        # the server's /dev/null stdio and its own request socket, no command's pipe or reply
+        assert not any(t.startswith("pipe:") for t in targets), targets
+        assert sum(t.startswith("socket:") for t in targets) == 1, targets
+
+
+async def test_a_spare_killed_is_replaced_and_the_command_still_runs_confined(
+        ws: Path) -> None:
+    await parented(ws)
+    parent = the_parent()
+    with anyio.fail_after(10):
+        while not spares(parent):  # noqa: ASYNC110
+            await anyio.sleep(0.02)
+    (ws / ".env").write_text("SPARE-CANARY\n")
+    for pid in spares(parent):
+        os.kill(pid, signal.SIGKILL)
+    result = await run(ws, WHO + "cat .env; echo ran")
+    assert in_parent(result) and "ran" in result.output
+    assert "SPARE-CANARY" not in result.output
+    assert the_parent() is parent  # the same parent: the init was cloned on demand

@@ -29,15 +29,13 @@ import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 
 from acpd.daemon import envscrub, tmpdirs
-from acpd.daemon.relay import Relay, Started
 from acpd.policy.gitdirs import is_git_directory
-from acpd.sandbox import relaybin
 from acpd.sandbox.build import build_confinement
 from acpd.sandbox.bwrap import head_args, open_pins, tail_args
 from acpd.sandbox.launch import bash_argv
@@ -48,6 +46,9 @@ from acpd.sandbox.profile import Confinement
 from acpd.sandbox.rules import PathRules
 from acpd.sandbox.status import SandboxStatus, cached_status, sandbox_status
 from acpd.tools.capabilities import CommandRequest
+
+if TYPE_CHECKING:  # the relay is loaded with the first editor-terminal command
+    from acpd.daemon.relay import Relay, Started
 
 log = logging.getLogger("acpd.confine")
 
@@ -357,9 +358,13 @@ def editor_launch(confined: Confined, command: str, env_blocklist: Sequence[str]
 def _relay() -> Relay | None:
     """A relay socket when the client is built (sandbox/relaybin.py), else None: the sh
     launcher runs bubblewrap per command."""
+    from acpd.sandbox import relaybin
+
     client = relaybin.client()
     if client is None:
         return None
+    from acpd.daemon.relay import Relay
+
     try:
         return Relay(client)
     except OSError as exc:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -14,9 +14,7 @@ from acpd.daemon.config import DEFAULT_ENV_BLOCKLIST
 from acpd.daemon.confine import Confined, EditorLaunch, RulesSource, confine, editor_launch
 from acpd.daemon.errors import PeerError
 from acpd.daemon.local import QUIET_ENV, LocalFileSystem, check_cwd, env_matcher
-from acpd.daemon.relay import Relay, Started
 from acpd.daemon.rpc import EditorPeer
-from acpd.sandbox.parent import Pending
 from acpd.tools.capabilities import (
     CommandRequest,
     CommandResult,
@@ -24,6 +22,10 @@ from acpd.tools.capabilities import (
     OnOutput,
     OnTerminal,
 )
+
+if TYPE_CHECKING:
+    from acpd.daemon.relay import Relay, Started
+    from acpd.sandbox.parent import Pending
 
 log = logging.getLogger("acpd.editor")
 
