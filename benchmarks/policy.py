@@ -48,7 +48,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from acpd.policy import _native, effects, parse, programs, rulematch  # noqa: E402
+from acpd.policy import _native, effects, globmatch, parse, programs  # noqa: E402
 from acpd.policy.cli import corpus_workspace  # noqa: E402
 from acpd.policy.engine import compile_policy  # noqa: E402
 from acpd.policy.fastparse import parse_simple  # noqa: E402
@@ -71,7 +71,7 @@ def empty_memos() -> None:
     rules and patterns, lookup tables) is built once per policy and kept."""
     parse.clear_memo()
     programs.models._model.cache_clear()
-    rulematch._option_glob.cache_clear()
+    globmatch.matcher.cache_clear()
     effects.protected_paths.cache_clear()
 
 

@@ -128,4 +128,6 @@ def test_env_blocklist_regex() -> None:
 def test_path_args_reuses_the_scan() -> None:
     for name, spec in SPECS.items():
         for args in (["a", "-", "b"], ["-n", "3", "f"], ["-c", "x.gz"], ["f"], []):
-            assert path_args(name, args, scan(args, spec.value_options)) == path_args(name, args)
+            reused, fresh = path_args(name, args, scan(args, spec.value_options)), \
+                path_args(name, args)
+            assert (reused.reads, reused.writes) == (fresh.reads, fresh.writes), (name, args)

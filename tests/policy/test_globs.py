@@ -5,6 +5,7 @@ in one with a `.env` under dotglob, `cat */*` reaches `secrets/k`."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -141,3 +142,10 @@ def test_loop_values_past_the_bound_are_unknown_not_dropped(default: CompiledPol
     words = " ".join(str(i) for i in range(count))
     d = default.judge(f"for f in {words} .env; do cat $f; done", cwd=ws)
     assert RANK[d.verdict] >= RANK["ask"], d
+
+
+def test_component_escape_is_re_escape() -> None:
+    """The per-character escape the component regex uses is re.escape's, for every
+    character."""
+    for code in range(0x110000):
+        assert globs._escaped(chr(code)) == re.escape(chr(code)), hex(code)

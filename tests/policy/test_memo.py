@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from acpd.policy import effects, parse, rulematch, sandbox
+from acpd.policy import effects, globmatch, parse, sandbox
 from acpd.policy.decision import Decision
 from acpd.policy.engine import CompiledPolicy, compile_policy
 from acpd.policy.rules import load_base
@@ -33,7 +33,7 @@ from .conftest import CORPUS, REFERENCE
 
 def _empty_memos() -> None:
     parse.clear_memo()
-    rulematch._option_glob.cache_clear()
+    globmatch.matcher.cache_clear()
     effects.protected_paths.cache_clear()
 
 

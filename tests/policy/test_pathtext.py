@@ -1,8 +1,10 @@
-"""acpd.policy.pathtext gives the strings posixpath gives (the judge uses it in its place)."""
+"""acpd.policy.pathtext gives the answers posixpath gives (the judge uses it in its place)."""
 
 from __future__ import annotations
 
+import os
 import posixpath
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -41,3 +43,23 @@ def test_edges() -> None:
         assert pathtext.join("x", p) == posixpath.join("x", p)
         assert pathtext.normpath(p) == posixpath.normpath(p)
     assert pathtext.join("a") == posixpath.join("a")
+
+
+def test_file_tests(tmp_path: Path) -> None:
+    """isdir/isfile/islink/lexists answer as os.path's do, on every kind of entry and on
+    paths that cannot be stat'ed (missing, a NUL, too long, through a file)."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "f").write_text("x")
+    (tmp_path / "to-d").symlink_to("d")
+    (tmp_path / "to-f").symlink_to("f")
+    (tmp_path / "dangling").symlink_to("missing")
+    (tmp_path / "loop").symlink_to("loop")
+    os.mkfifo(tmp_path / "fifo")
+    names = ["d", "f", "to-d", "to-f", "dangling", "loop", "fifo", "missing", "f/under",
+             "d/", "to-d/", "f/", "a\x00b", "x" * 5000]
+    cases = [str(tmp_path / n) for n in names] + ["", "/", "/dev/null", "."]
+    for p in cases:
+        assert pathtext.isdir(p) == os.path.isdir(p), p
+        assert pathtext.isfile(p) == os.path.isfile(p), p
+        assert pathtext.islink(p) == os.path.islink(p), p
+        assert pathtext.lexists(p) == os.path.lexists(p), p

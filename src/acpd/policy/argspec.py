@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Final, NamedTuple
+from typing import Final
 
 from acpd.policy.words import DYN
 
@@ -225,9 +225,15 @@ def spec_for(name: str) -> PathSpec | None:
 _MODE: Final = re.compile(r"[0-7]{1,4}|([ugoa]*[-+=][rwxXstugo]*,?)+")
 
 
-class PathArgs(NamedTuple):
-    reads: tuple[str, ...]
-    writes: tuple[str, ...]
+class PathArgs:
+    """The paths an argv reads and writes. (A plain slotted class: a compiled NamedTuple
+    builds itself in interpreted code.)"""
+
+    __slots__ = ("reads", "writes")
+
+    def __init__(self, reads: tuple[str, ...], writes: tuple[str, ...]) -> None:
+        self.reads = reads
+        self.writes = writes
 
 
 def _pick(mode: str, pos: tuple[str, ...]) -> tuple[str, ...]:

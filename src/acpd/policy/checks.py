@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Final
 
 from acpd.policy import pathtext
@@ -14,10 +12,15 @@ from acpd.policy.sandbox import inside, resolve
 from acpd.policy.words import DYN
 
 
-@dataclass(frozen=True, slots=True)
 class CheckContext:
-    cwd: str
-    roots: tuple[str, ...]
+    """Where a check's command runs. (A plain slotted class: mypyc leaves a dataclass's
+    generated `__init__` interpreted.)"""
+
+    __slots__ = ("cwd", "roots")
+
+    def __init__(self, cwd: str, roots: tuple[str, ...]) -> None:
+        self.cwd = cwd
+        self.roots = roots
 
 
 Check = Callable[[str, list[str], CheckContext], bool]
@@ -202,7 +205,7 @@ def git_destructive(name: str, args: list[str], ctx: CheckContext) -> bool:
             return True
         if any(o in ("-b", "--orphan") or o.startswith("-b") for o in opts):
             return False
-        return any(p == "." or os.path.lexists(pathtext.join(ctx.cwd, p)) for p in pos)
+        return any(p == "." or pathtext.lexists(pathtext.join(ctx.cwd, p)) for p in pos)
     if sub == "reset":
         return any(option_is(o, ("--hard", "--merge", "--keep")) for o in opts)
     if sub == "gc":

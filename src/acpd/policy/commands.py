@@ -14,8 +14,6 @@ A mixin of `CompiledPolicy` (engine.py), which walks the command line and owns t
 
 from __future__ import annotations
 
-import fnmatch
-import os
 import re
 import shutil
 from typing import TYPE_CHECKING, Final
@@ -23,7 +21,16 @@ from typing import TYPE_CHECKING, Final
 from mypy_extensions import trait
 
 from acpd.policy import budget as budget_mod
-from acpd.policy import effects, gitdirs, gitobjects, pathtext, programs, renames, treescan
+from acpd.policy import (
+    effects,
+    gitdirs,
+    gitobjects,
+    globmatch,
+    pathtext,
+    programs,
+    renames,
+    treescan,
+)
 from acpd.policy.argspec import Scan, path_args, scan
 from acpd.policy.blocklist import BLOCKED_BUILTINS, SHELLS
 from acpd.policy.cdphysical import cd_destination, cd_operands
@@ -93,7 +100,7 @@ class CommandJudge:
         if ("*" in base or "?" in base or "[" in base) and GLOB.search(base):
             out.add("ask", "command.glob", f"the command name {name!r} is a glob")
             for cand in sorted({*self.command_names, *BLOCKED_BUILTINS, *SHELLS}):
-                if fnmatch.fnmatchcase(cand, base):
+                if globmatch.fnmatchcase(cand, base):
                     self._command([cand, *argv[1:]], ctx, depth)
             return
         cap_allow = False
@@ -193,7 +200,7 @@ class CommandJudge:
             for cwd in ctx.cwds:
                 top, base = _physical(source, cwd), _physical(dest, cwd)
                 prefixes = [base]
-                if named and (os.path.isdir(base) or not os.path.lexists(base)):
+                if named and (pathtext.isdir(base) or not pathtext.lexists(base)):
                     prefixes.append(pathtext.join(base, name))
                     # a tree that is no link now lands as one (not a link to go through)
                     made = ("link" if symbolic else None) if not tree else "tree" if \
@@ -491,7 +498,7 @@ def _links(mdl: programs.Model, ctx: _Ctx) -> list[str]:
     if not mdl.link_dirs:
         return mdl.links
     return [*mdl.links, *(t for d, t in mdl.link_dirs
-                          if any(os.path.isdir(pathtext.join(c, d)) for c in ctx.cwds))]
+                          if any(pathtext.isdir(pathtext.join(c, d)) for c in ctx.cwds))]
 
 
 def _physical(raw: str, cwd: str) -> str:
@@ -509,6 +516,6 @@ def _no_links(paths: list[str], cwds: list[str]) -> bool:
             return False
         for cwd in cwds:
             path = raw if raw.startswith("/") else pathtext.join(cwd, raw)
-            if os.path.islink(path.rstrip("/") or "/"):
+            if pathtext.islink(path.rstrip("/") or "/"):
                 return False
     return True

@@ -22,7 +22,6 @@ engine can put each through the environment blocklist.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Final
 
 from acpd.policy.blocklist import env_verdict, word_findings
@@ -36,6 +35,7 @@ _POSITIONAL: Final = re.compile(r"\$\{?[#!]?[0-9@*]")
 _ASSIGN_OP: Final = re.compile(r"\s*(?:(?:[-+*/%&|^]|<<|>>|\*\*)?=(?!=)|\+\+|--)")
 _PRE_INCREMENT: Final = re.compile(r"(?:\+\+|--)\s*$")
 _SUBST: Final = re.compile(r"\$\((?!\()|`")
+_SPECIAL_PARAM: Final = re.compile(r"[0-9@*#?$!-]")
 """A command substitution in text an arithmetic context expands again (`$((` is arithmetic)."""
 _ARITH_COMPARE: Final = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 DECLARERS: Final = frozenset({"declare", "typeset", "local", "export", "readonly"})
@@ -47,20 +47,26 @@ _READ_VALUES: Final = frozenset("dinNptu")
 _MAPFILE_VALUES: Final = frozenset("dnOsuCc")
 
 
-@dataclass(slots=True)
 class Operands:
-    assigned: list[str] = field(default_factory=list)
-    """Operands naming a variable the builtin assigns (maybe with a subscript)."""
-    names: list[str] = field(default_factory=list)
-    """Operands naming a variable that is read or removed (`test -v`, `unset`)."""
-    arith: list[str] = field(default_factory=list)
-    """Operands evaluated as arithmetic (`let`, `[[ a -eq b ]]`, `declare -i x=v`)."""
-    name_values: list[str] = field(default_factory=list)
-    """Values that are themselves variable names (`declare -n r=NAME`)."""
-    namerefs: list[str] = field(default_factory=list)
-    tainting: bool = False
-    """The assigned values come from outside the command line (read, mapfile...)."""
-    integer: bool = False
+    """What a builtin's operands are. (A plain slotted class, made per builtin judged:
+    mypyc leaves a dataclass's generated `__init__` interpreted.)"""
+
+    __slots__ = ("arith", "assigned", "integer", "name_values", "namerefs", "names",
+                 "tainting")
+
+    def __init__(self) -> None:
+        self.assigned: list[str] = []
+        """Operands naming a variable the builtin assigns (maybe with a subscript)."""
+        self.names: list[str] = []
+        """Operands naming a variable that is read or removed (`test -v`, `unset`)."""
+        self.arith: list[str] = []
+        """Operands evaluated as arithmetic (`let`, `[[ a -eq b ]]`, `declare -i x=v`)."""
+        self.name_values: list[str] = []
+        """Values that are themselves variable names (`declare -n r=NAME`)."""
+        self.namerefs: list[str] = []
+        self.tainting = False
+        """The assigned values come from outside the command line (read, mapfile...)."""
+        self.integer = False
 
 
 def _flags(args: list[str]) -> tuple[str, int]:
@@ -206,7 +212,7 @@ def expansion_parts(text: str) -> tuple[str, str, str]:
     body = text[2:-1] if text.startswith("${") and text.endswith("}") else text
     prefix = body[:1] if body[:1] in ("!", "#") and len(body) > 1 else ""
     rest = body[len(prefix) :]
-    m = NAME.match(rest) or re.match(r"[0-9@*#?$!-]", rest)
+    m = NAME.match(rest) or _SPECIAL_PARAM.match(rest)
     if m is None:
         return prefix, "", rest
     end = m.end()

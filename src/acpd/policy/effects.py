@@ -15,13 +15,11 @@ Every check looks at the file system afresh, within a bound; nothing is cached.
 
 from __future__ import annotations
 
-import fnmatch
-import os
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Final
 
-from acpd.policy import pathtext
+from acpd.policy import globmatch, pathtext
 from acpd.policy.decision import Verdict
 from acpd.policy.sandbox import PathRules, _normpath, entry_real, inside, resolve
 from acpd.policy.treescan import Ignored, denied_in_tree, foreign_repository, tree_facts
@@ -93,7 +91,7 @@ def deletion_findings(deletes: Iterable[tuple[str, bool]], cwds: list[str], home
                 found.append(("ask", "destroy.git", f"deleting {raw} removes .git content"))
                 continue
             removed[cwd] += 1
-            if not recursive or (os.path.islink(path) and entry_real(path, raw) == path):
+            if not recursive or (pathtext.islink(path) and entry_real(path, raw) == path):
                 continue  # a link is removed, not the tree it points to
             facts = tree_facts(_scan_root(raw, cwd), max(max_files - removed[cwd], 0) + 1)
             if facts is None:
@@ -120,7 +118,7 @@ def _protected_hit(path: str, protected: frozenset[str], raw: str) -> str | None
             return form
     if any(c in path for c in _GLOB_CHARS):
         for prot in protected:
-            if fnmatch.fnmatchcase(prot, path) or fnmatch.fnmatchcase(prot + "/", path):
+            if globmatch.fnmatchcase(prot, path) or globmatch.fnmatchcase(prot + "/", path):
                 return prot
     return None
 

@@ -27,7 +27,6 @@ Rules:
 
 from __future__ import annotations
 
-import os
 from typing import Final
 
 from acpd.policy import pathtext
@@ -55,7 +54,7 @@ def git_dir_write(lexical: str, real: str, raw: str) -> tuple[Verdict, str, str]
 def code_in_git_dir(path: str) -> tuple[str, str] | None:
     """(git directory, what) when `path` is one of git's code files or lies under its
     hooks/info directory in a directory that is a git directory now."""
-    parent, name = os.path.split(path)
+    parent, name = pathtext.dirname(path), pathtext.basename(path)
     if name in CODE_FILES and is_git_directory(parent):
         return parent, name
     parts = path.split("/")
@@ -71,9 +70,9 @@ def is_git_directory(path: str) -> bool:
     """What git's discovery accepts (setup.c `is_git_directory`), read now and looser (any
     `HEAD`, entries of any type): a `HEAD`, and `objects` with `refs`, or a `commondir`
     naming where they are."""
-    if not os.path.lexists(pathtext.join(path, "HEAD")):
+    if not pathtext.lexists(pathtext.join(path, "HEAD")):
         return False
-    if os.path.lexists(pathtext.join(path, "commondir")):
+    if pathtext.lexists(pathtext.join(path, "commondir")):
         return True
-    return os.path.lexists(pathtext.join(path, "objects")) and \
-        os.path.lexists(pathtext.join(path, "refs"))
+    return pathtext.lexists(pathtext.join(path, "objects")) and \
+        pathtext.lexists(pathtext.join(path, "refs"))

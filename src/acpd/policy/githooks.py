@@ -342,7 +342,7 @@ def _existing_hook(directory: str, names: frozenset[str],
         try:
             st = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
-            if dangling is not None and os.path.islink(path):
+            if dangling is not None and pathtext.islink(path):
                 dangling.append(path)
             continue
         except OSError as exc:

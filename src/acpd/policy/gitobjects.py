@@ -41,7 +41,6 @@ here (the sandbox masks only the denied files present when it starts). State is 
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
@@ -97,8 +96,8 @@ def store_place(path: str) -> tuple[str, str] | None:
     if "objects" in folded:
         k = len(folded) - 1 - folded[::-1].index("objects")
         git_dir = "/".join(comps[:k]) or "/"
-        if os.path.isfile(pathtext.join(git_dir, "HEAD")) or \
-                os.path.isdir(pathtext.join("/".join(comps[: k + 1]), "pack")):
+        if pathtext.isfile(pathtext.join(git_dir, "HEAD")) or \
+                pathtext.isdir(pathtext.join("/".join(comps[: k + 1]), "pack")):
             return git_dir, MAGIC
     return None
 
@@ -106,8 +105,8 @@ def store_place(path: str) -> tuple[str, str] | None:
 def git_dir_itself(path: str) -> bool:
     """`path` is a git directory (read as a tree it holds the object store)."""
     if pathtext.basename(path) == ".git":
-        return os.path.isdir(path)
-    return os.path.isfile(pathtext.join(path, "HEAD")) and os.path.isdir(
+        return pathtext.isdir(path)
+    return pathtext.isfile(pathtext.join(path, "HEAD")) and pathtext.isdir(
         pathtext.join(path, "objects"))
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from typing import Final
 
 from acpd.policy import pathtext
@@ -36,34 +35,47 @@ MAX_ENTRIES: Final = 8192
 GLOB_CHARS: Final = re.compile(r"[*?\[]")
 _EXTGLOB: Final = re.compile(r"[?*+@!]\(")
 _OPTION_NAMES: Final = ("dotglob", "nocaseglob", "globstar", "globskipdots", "extglob")
+_SETS_OPTIONS: Final = re.compile(r"\b(?:shopt|set)\b")
+_BACKSLASHED: Final = re.compile(r"\\(.)")
+_RE_SPECIAL: Final = frozenset("()[]{}?*+-|^$\\.&~# \t\n\r\v\f")
+"""What `re.escape` escapes (called per character, an interpreted call each)."""
+_FLAGS: Final = int(re.DOTALL)
+_FLAGS_NOCASE: Final = int(re.DOTALL | re.IGNORECASE)
+"""(as ints: or-ing the flag enums runs interpreted code)"""
 
 
 class TooWide(Exception):
     """The word matches more than the bounds allow."""
 
 
-@dataclass(slots=True)
 class GlobState:
-    """One decision's glob expansion: the options the line sets and the entries read."""
+    """One decision's glob expansion: the options the line sets and the entries read. (A
+    plain slotted class, made per line: mypyc leaves a dataclass's generated `__init__`
+    interpreted.)"""
 
-    dotglob: bool = False
-    nocase: bool = False
-    globstar: bool = False
-    dots: bool = False
-    """`.` and `..` match (globskipdots turned off)."""
-    extglob: bool = False
-    entries: int = 0
-    seen: dict[tuple[str, str], tuple[str, ...] | None] = field(default_factory=dict)
-    literal: set[str] = field(default_factory=set)
-    """Words that had glob characters and matched nothing: bash passes them as written, so
-    they are judged as the literal names they are."""
+    __slots__ = ("dotglob", "dots", "entries", "extglob", "globstar", "literal", "nocase",
+                 "seen")
+
+    def __init__(self, dotglob: bool = False, nocase: bool = False, globstar: bool = False,
+                 dots: bool = False, extglob: bool = False) -> None:
+        self.dotglob = dotglob
+        self.nocase = nocase
+        self.globstar = globstar
+        self.dots = dots
+        """`.` and `..` match (globskipdots turned off)."""
+        self.extglob = extglob
+        self.entries = 0
+        self.seen: dict[tuple[str, str], tuple[str, ...] | None] = {}
+        self.literal: set[str] = set()
+        """Words that had glob characters and matched nothing: bash passes them as written,
+        so they are judged as the literal names they are."""
 
     @classmethod
     def for_line(cls, text: str) -> GlobState:
         named = {n for n in _OPTION_NAMES if n in text}
         if "GLOBIGNORE" in text:  # a non-empty GLOBIGNORE turns dotglob on
             named.add("dotglob")
-        if re.search(r"\b(?:shopt|set)\b", text) and ("$" in text or "`" in text):
+        if _SETS_OPTIONS.search(text) and ("$" in text or "`" in text):
             named.update(_OPTION_NAMES)  # an option name built at run time
         return cls("dotglob" in named, "nocaseglob" in named, "globstar" in named,
                    "globskipdots" in named, "extglob" in named)
@@ -133,8 +145,8 @@ def _matches(word: str, cwd: str, state: GlobState) -> list[str]:
         if not current:
             return []
     if trailing:
-        return [shown + "/" for shown, real in current if os.path.isdir(real)]
-    return [shown for shown, real in current if os.path.lexists(real)]
+        return [shown + "/" for shown, real in current if pathtext.isdir(real)]
+    return [shown for shown, real in current if pathtext.lexists(real)]
 
 
 def _entries(directory: str, state: GlobState) -> list[tuple[str, bool]]:
@@ -155,7 +167,7 @@ def _entries(directory: str, state: GlobState) -> list[tuple[str, bool]]:
                     is_dir = False
                 out.append((entry.name, is_dir))
     except (NotADirectoryError, FileNotFoundError, PermissionError, OSError):
-        return out if os.path.isdir(directory) else []
+        return out if pathtext.isdir(directory) else []
     return out
 
 
@@ -171,7 +183,7 @@ def _recursive(shown: str, real: str, state: GlobState,
             if name in (".", "..") or (name.startswith(".") and not state.dotglob):
                 continue
             child = (pathtext.join(s, name), pathtext.join(r, name))
-            if is_dir and not os.path.islink(child[1]):
+            if is_dir and not pathtext.islink(child[1]):
                 stack.append(child)
             if is_dir or not dirs_only:
                 out.append(child)
@@ -181,7 +193,11 @@ def _recursive(shown: str, real: str, state: GlobState,
 
 
 def _unescape(comp: str) -> str:
-    return re.sub(r"\\(.)", r"\1", comp)
+    return _BACKSLASHED.sub(_escaped_char, comp)
+
+
+def _escaped_char(m: re.Match[str]) -> str:
+    return m.group(1)
 
 
 def component_may_match(pattern: str, name: str) -> bool:
@@ -202,18 +218,22 @@ def _component_regex(comp: str, nocase: bool) -> re.Pattern[str]:
             out.append(".")
         elif ch == "\\" and i + 1 < n:
             i += 1
-            out.append(re.escape(comp[i]))
+            out.append(_escaped(comp[i]))
         elif ch == "[":
             end, cls = _bracket(comp, i)
             if end < 0:
-                out.append(re.escape("["))
+                out.append("\\[")
             else:
                 out.append(cls)
                 i = end
         else:
-            out.append(re.escape(ch))
+            out.append(_escaped(ch))
         i += 1
-    return re.compile("".join(out), re.DOTALL | (re.IGNORECASE if nocase else 0))
+    return re.compile("".join(out), _FLAGS_NOCASE if nocase else _FLAGS)
+
+
+def _escaped(ch: str) -> str:
+    return "\\" + ch if ch in _RE_SPECIAL else ch
 
 
 def _bracket(comp: str, start: int) -> tuple[int, str]:
@@ -239,6 +259,6 @@ def _bracket(comp: str, start: int) -> tuple[int, str]:
     body = comp[first:i]
     if "[:" in body or "[=" in body or "[." in body:
         return i, "."  # a class, negated or not: any one character (a superset)
-    chars = re.sub(r"\\(.)", r"\1", body)
+    chars = _unescape(body)
     escaped = "".join("\\" + c if c in "\\]^[" else c for c in chars)
     return i, f"[{'^' if negate else ''}{escaped}]"

@@ -27,7 +27,6 @@ Rules:
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
 
 from acpd.policy import pathtext
 from acpd.policy.decision import Verdict
@@ -122,13 +121,20 @@ def _real_pair(top: str, hooks: str) -> tuple[str, str]:
     return os.path.realpath(top), os.path.realpath(hooks)
 
 
-class Found(NamedTuple):
-    pairs: tuple[tuple[str, str], ...]
-    """(work tree top, hooks directory)."""
-    includes: tuple[str, ...]
-    """Real paths of the files the configs include."""
-    real: tuple[tuple[str, str], ...]
-    """`pairs` with real paths (a hooks directory may be a link)."""
+class Found:
+    """A repository's hooks directories and config includes. (A plain slotted class: a
+    compiled NamedTuple builds itself in interpreted code.)"""
+
+    __slots__ = ("includes", "pairs", "real")
+
+    def __init__(self, pairs: tuple[tuple[str, str], ...], includes: tuple[str, ...],
+                 real: tuple[tuple[str, str], ...]) -> None:
+        self.pairs = pairs
+        """(work tree top, hooks directory)."""
+        self.includes = includes
+        """Real paths of the files the configs include."""
+        self.real = real
+        """`pairs` with real paths (a hooks directory may be a link)."""
 
 
 def _dirs(start: str) -> Found | str:

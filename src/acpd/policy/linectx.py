@@ -61,8 +61,8 @@ def _over(written: str, tree: str, kind: str, pattern: bool, sandboxed: bool,
             probe = parent
         return False
     if written.startswith(top):
-        if not below or (kind != "entry" and os.path.isfile(written)
-                         and not os.path.islink(written)):
+        if not below or (kind != "entry" and pathtext.isfile(written)
+                         and not pathtext.islink(written)):
             return False
         return not sandboxed or pathtext.basename(written) == "HEAD"
     return kind != "file" and (written == tree or tree.startswith(written.rstrip("/") + "/"))

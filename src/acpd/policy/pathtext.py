@@ -1,9 +1,9 @@
-"""`os.path.join`, `dirname`, `basename` and `normpath` for `str` paths, as posixpath computes
-them.
+"""`os.path.join`, `dirname`, `basename`, `normpath` and the file tests (`isdir`, `isfile`,
+`islink`, `lexists`) for `str` paths, as posixpath and genericpath compute them.
 
 posixpath's functions are interpreted Python (with `os.fspath` and separator look-ups on
 every call); the judge calls them on every path of every decision. These give the very same
-strings (tests/policy/test_pathtext.py checks them against posixpath) and are compiled with
+answers (tests/policy/test_pathtext.py checks them against posixpath) and are compiled with
 the judge (_native.py)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import posix
 from collections.abc import Callable
+from stat import S_ISDIR, S_ISLNK, S_ISREG
 from typing import Final
 
 _C_NORMPATH: Final[Callable[[str], str] | None] = getattr(posix, "_path_normpath", None)
@@ -45,3 +46,35 @@ def normpath(p: str) -> str:
     if _C_NORMPATH is None:
         return os.path.normpath(p)
     return _C_NORMPATH(p) or "."
+
+
+# The file tests: `os.path.isdir` and its kin are interpreted wrappers around one stat call;
+# these give the same answers (False for a path that cannot be stat'ed, or that holds a NUL).
+
+def isdir(p: str) -> bool:
+    try:
+        return S_ISDIR(os.stat(p).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def isfile(p: str) -> bool:
+    try:
+        return S_ISREG(os.stat(p).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def islink(p: str) -> bool:
+    try:
+        return S_ISLNK(os.lstat(p).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def lexists(p: str) -> bool:
+    try:
+        os.lstat(p)
+    except (OSError, ValueError):
+        return False
+    return True

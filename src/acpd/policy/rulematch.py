@@ -7,9 +7,9 @@ import fnmatch
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Final
 
+from acpd.policy import globmatch
 from acpd.policy.argspec import Scan, option_matches, scan
 from acpd.policy.checks import CHECKS, CheckContext
 from acpd.policy.decision import Verdict
@@ -58,7 +58,7 @@ class CompiledRule:
 
 def _option_tests(specs: tuple[str, ...] | list[str]) -> tuple[OptionTest, ...]:
     return tuple((spec, None if spec.startswith("--") or len(spec) == 2 else
-                  _option_glob(spec)) for spec in specs)
+                  globmatch.matcher(spec)) for spec in specs)
 
 
 def alternation(globs: tuple[str, ...], lower: bool = False) -> re.Pattern[str] | None:
@@ -91,12 +91,6 @@ def _has_option(test: OptionTest, args: list[str], sc: Scan) -> bool:
         return bool(sc.options) and any(option_matches(spec, name) for name, _ in sc.options)
     stop = args.index("--") if "--" in args else len(args)
     return any(match(a.partition("=")[0]) for a in args[:stop])
-
-
-@lru_cache(maxsize=1024)
-def _option_glob(spec: str) -> Callable[[str], object]:
-    """`fnmatch.fnmatchcase(name, spec)` as a compiled matcher (pure: memoised per spec)."""
-    return re.compile(fnmatch.translate(spec)).match
 
 
 def _global_prefix(args: list[str], vopts: frozenset[str]) -> list[str]:

@@ -8,7 +8,6 @@ judged on what it points to now. Only pure computations (compiled patterns) are 
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 import stat
@@ -18,7 +17,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Final
 
 from acpd.pathglob import glob_regex
-from acpd.policy import pathtext
+from acpd.policy import globmatch, pathtext
 from acpd.policy.budget import current_slot, publish_memo
 from acpd.policy.decision import Verdict
 from acpd.policy.gitdirs import git_dir_write
@@ -32,6 +31,7 @@ _DEV_FD: Final = re.compile(r"/dev/fd/\d+")
 REDIRECT_DEVICES: Final = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin",
                                      "/dev/tty", "/dev/zero", "/dev/random", "/dev/urandom"})
 _GLOB: Final = re.compile(r"[*?\[]")
+_BRACKET_EXPR: Final = re.compile(r"\[[^\]]*\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,21 +224,21 @@ def _bash_fnmatch(name: str, glob: str) -> bool:
     dotglob)."""
     if name.startswith(".") and not glob.startswith("."):
         return False
-    return fnmatch.fnmatchcase(name.lower(), glob.lower())
+    return globmatch.fnmatchcase(name.lower(), glob.lower())
 
 
 def _sample(glob: str) -> str:
-    return re.sub(r"\[[^\]]*\]", "x", glob).replace("*", "").replace("?", "x")
+    return _BRACKET_EXPR.sub("x", glob).replace("*", "").replace("?", "x")
 
 
 def _components_meet(arg: str, pat: str) -> bool:
     arg_glob, pat_glob = bool(_GLOB.search(arg)), bool(_GLOB.search(pat))
     if not arg_glob:
-        return fnmatch.fnmatchcase(arg.lower(), pat.lower()) if pat_glob else (
+        return globmatch.fnmatchcase(arg.lower(), pat.lower()) if pat_glob else (
             arg.lower() == pat.lower())
     if not pat_glob:
         return _bash_fnmatch(pat, arg)
-    return _bash_fnmatch(_sample(pat), arg) or fnmatch.fnmatchcase(
+    return _bash_fnmatch(_sample(pat), arg) or globmatch.fnmatchcase(
         _sample(arg).lower(), pat.lower())
 
 
@@ -277,7 +277,7 @@ def glob_may_match(path: str, patterns: tuple[PathPattern, ...],
 
 
 _O_PATH: Final = getattr(os, "O_PATH", 0)
-_FD_LINK: Final = "/proc/self/fd/" if os.path.isdir("/proc/self/fd") else ""
+_FD_LINK: Final = "/proc/self/fd/" if pathtext.isdir("/proc/self/fd") else ""
 _WALK_MAX: Final = 3
 """Components an lstat walk may take; a longer path costs the three calls of `_open_name`."""
 _MEMO_MAX: Final = 4096
@@ -516,7 +516,7 @@ def entry_real(lexical: str, raw: str, *, dest: bool = False) -> str:
     base = lexical.rpartition("/")[2]
     if raw.endswith("/") or base in ("", ".", "..") or lexical == "/":
         return resolve(lexical)
-    if dest and os.path.isdir(lexical):
+    if dest and pathtext.isdir(lexical):
         return resolve(lexical)
     parent = lexical.rpartition("/")[0] or "/"
     real_parent = resolve(parent)
@@ -630,7 +630,7 @@ def _place(raw: str, mode: str, lexical: str, real: str, rules: PathRules,
     if mode != "read" and rules.roots:  # core.hooksPath in the work tree (hookdirs.py)
         from acpd.policy.hookdirs import hooks_write
 
-        replaced = entry == "made" or (entry == "dest" and not os.path.isdir(real))
+        replaced = entry == "made" or (entry == "dest" and not pathtext.isdir(real))
         found_hook = hooks_write(lexical, real, raw, rules.roots, entry=replaced)
         if found_hook is not None:
             return found_hook

@@ -15,14 +15,13 @@ not follow them (rm -r does not either).
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
 from acpd.pathglob import glob_regex
-from acpd.policy import pathtext
+from acpd.policy import globmatch, pathtext
 from acpd.policy.gitdirs import is_git_directory
 from acpd.policy.sandbox import PathRules, inside, matches
 from acpd.readcap import read_upto
@@ -33,15 +32,21 @@ Ignored = Callable[[str, bool], bool]
 SCAN_LIMIT: Final = 4000
 
 
-class TreeFacts(NamedTuple):
-    entries: int
-    """Entries counted (stops at the limit)."""
-    over: bool
-    """The limit was reached."""
-    git: str | None
-    """A `.git` found among the entries (or the start itself)."""
-    denied: str | None
-    """An entry `deny_read` names: (path)."""
+class TreeFacts:
+    """What a bounded walk of a tree found. (A plain slotted class: a compiled NamedTuple
+    builds itself in interpreted code.)"""
+
+    __slots__ = ("denied", "entries", "git", "over")
+
+    def __init__(self, entries: int, over: bool, git: str | None, denied: str | None) -> None:
+        self.entries = entries
+        """Entries counted (stops at the limit)."""
+        self.over = over
+        """The limit was reached."""
+        self.git = git
+        """A `.git` found among the entries (or the start itself)."""
+        self.denied = denied
+        """An entry `deny_read` names: (path)."""
 
 
 def _walk(start: str, limit: int, hidden: bool, rules: PathRules | None,
@@ -72,7 +77,7 @@ def _walk(start: str, limit: int, hidden: bool, rules: PathRules | None,
                             more = _whitelists(entry.path)
                             if more is None or not more <= unhidden:
                                 raise _Reincluded(more)
-                        if not any(fnmatch.fnmatchcase(name, p) for p in unhidden):
+                        if not any(globmatch.fnmatchcase(name, p) for p in unhidden):
                             continue
                     if ignored is not None and ignored(entry.path, _is_dir(entry, True)):
                         continue
@@ -140,7 +145,7 @@ def denied_in_tree(path: str, rules: PathRules, *, hidden: bool = True,
     `gitignore`: the tool skips what the workspace root's `.gitignore` ignores (rg, git add).
     `links_only`: only hard links count (under the sandbox, which masks denied names but not
     their other names)."""
-    if not os.path.isdir(path):  # a link to a directory is scanned (grep -r follows it)
+    if not pathtext.isdir(path):  # a link to a directory is scanned (grep -r follows it)
         return None
     unhidden: frozenset[str] | None = frozenset()
     if gitignore or not hidden:
@@ -175,7 +180,7 @@ def _unless_named(ignored: Ignored, top: str, names: frozenset[str]) -> Ignored:
         if not ignored(path, is_dir):
             return False
         rel = path[len(base):] if path.startswith(base) else path
-        return not any(fnmatch.fnmatchcase(part, name)
+        return not any(globmatch.fnmatchcase(part, name)
                        for part in rel.split("/") for name in names)
 
     return skipped
@@ -202,7 +207,7 @@ def reincluded(path: str) -> frozenset[str] | None:
     while True:
         files += [pathtext.join(cur, n) for n in IGNORE_FILES]
         git = pathtext.join(cur, ".git")
-        if os.path.isdir(git):
+        if pathtext.isdir(git):
             files.append(pathtext.join(git, "info", "exclude"))
         parent = pathtext.dirname(cur)
         if parent == cur:
@@ -279,10 +284,10 @@ def name_filter(include: tuple[str, ...], exclude: tuple[str, ...],
     def skipped(path: str, is_dir: bool) -> bool:
         name = path.rpartition("/")[2]
         if is_dir:
-            return any(fnmatch.fnmatchcase(name, g) for g in exclude_dirs)
-        if include and not any(fnmatch.fnmatchcase(name, g) for g in include):
+            return any(globmatch.fnmatchcase(name, g) for g in exclude_dirs)
+        if include and not any(globmatch.fnmatchcase(name, g) for g in include):
             return True
-        return any(fnmatch.fnmatchcase(name, g) for g in exclude)
+        return any(globmatch.fnmatchcase(name, g) for g in exclude)
 
     return skipped
 
@@ -294,7 +299,7 @@ def _rg_overrides(globs: tuple[str, ...]) -> Ignored:
     def skipped(path: str, is_dir: bool) -> bool:
         name = path.rpartition("/")[2]
         for negated, glob in rules:
-            if fnmatch.fnmatchcase(name, glob):
+            if globmatch.fnmatchcase(name, glob):
                 return negated
         return whitelist and not is_dir
 
@@ -322,7 +327,7 @@ def gitignore_matcher(path: str, roots: tuple[str, ...]) -> Ignored | None:
     root = inside(path, roots)
     if root is None or not _in_repository(root):
         return None
-    if any(os.path.lexists(pathtext.join(root, n)) for n in IGNORE_FILES[1:]):
+    if any(pathtext.lexists(pathtext.join(root, n)) for n in IGNORE_FILES[1:]):
         return None
     try:
         with open(pathtext.join(root, ".gitignore"), "rb") as fh:
@@ -381,7 +386,7 @@ def _in_repository(root: str) -> bool:
     """A `.git` (directory or file) at `root` or above it."""
     cur = root
     while True:
-        if os.path.lexists(pathtext.join(cur, ".git")):
+        if pathtext.lexists(pathtext.join(cur, ".git")):
             return True
         parent = pathtext.dirname(cur)
         if parent == cur:
@@ -398,7 +403,7 @@ def _gitignore_check(base: str, any_re: re.Pattern[str] | None, anch_re: re.Patt
         known = own.get(directory)
         if known is None:
             known = own[directory] = any(
-                os.path.lexists(pathtext.join(directory, n)) for n in IGNORE_FILES)
+                pathtext.lexists(pathtext.join(directory, n)) for n in IGNORE_FILES)
         return known
 
     def ignored(entry: str, is_dir: bool) -> bool:
@@ -441,7 +446,7 @@ class TreeNames(NamedTuple):
 def tree_names(path: str, limit: int) -> TreeNames | None:
     """The entries under `path` if it is a directory (links to directories are listed, not
     entered below it), up to `limit`; None when it is not a directory."""
-    if not os.path.isdir(path):
+    if not pathtext.isdir(path):
         return None
     found: list[str] = []
     links: set[str] = set()
@@ -466,7 +471,7 @@ def tree_names(path: str, limit: int) -> TreeNames | None:
 
 def tree_facts(path: str, limit: int) -> TreeFacts | None:
     """Entries under `path` (a directory, not followed if a link) and any `.git` among them."""
-    if os.path.islink(path) or not os.path.isdir(path):
+    if pathtext.islink(path) or not pathtext.isdir(path):
         return None
     return _walk(path, limit, True, None, skip_git=True)
 
@@ -482,7 +487,7 @@ def foreign_repository(path: str, roots: tuple[str, ...]) -> str | None:
     cur = path
     while cur != root and len(cur) > len(root):
         marker = pathtext.join(cur, ".git")
-        if os.path.lexists(marker):
+        if pathtext.lexists(marker):
             return marker
         if is_git_directory(cur):
             return cur

@@ -10,7 +10,6 @@ word *dynamic*; the caller decides what that means (a dynamic command name is at
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from itertools import pairwise, product
 from typing import Final
 
@@ -29,26 +28,40 @@ _ANSI: Final = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": 
                 "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
 
 
-@dataclass(frozen=True, slots=True)
 class Lit:
-    text: str
-    quoted: bool
+    """Literal text. (Lit, Param and Dyn are plain slotted classes, not dataclasses: mypyc
+    leaves a dataclass's generated `__init__` interpreted, and the lexer makes several per
+    word.)"""
+
+    __slots__ = ("quoted", "text")
+
+    def __init__(self, text: str, quoted: bool) -> None:
+        self.text = text
+        self.quoted = quoted
 
 
-@dataclass(frozen=True, slots=True)
 class Param:
-    name: str
-    op: str
-    arg: str
-    quoted: bool
-    bare: bool = False
-    """Written `$name`, not `${name}`: text right after it can lengthen the name."""
+    """A parameter expansion: `$name`, `${name}` or `${name OP arg}`."""
+
+    __slots__ = ("arg", "bare", "name", "op", "quoted")
+
+    def __init__(self, name: str, op: str, arg: str, quoted: bool, bare: bool = False) -> None:
+        self.name = name
+        self.op = op
+        self.arg = arg
+        self.quoted = quoted
+        self.bare = bare
+        """Written `$name`, not `${name}`: text right after it can lengthen the name."""
 
 
-@dataclass(frozen=True, slots=True)
 class Dyn:
-    reason: str
-    quoted: bool
+    """A value not known before running (a substitution, arithmetic...), and why."""
+
+    __slots__ = ("quoted", "reason")
+
+    def __init__(self, reason: str, quoted: bool) -> None:
+        self.reason = reason
+        self.quoted = quoted
 
 
 Seg = Lit | Param | Dyn
@@ -209,6 +222,8 @@ _ASSIGNISH: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 and after each unquoted `:` in it, even as a command's argument (`dd of=~/.bashrc`)."""
 _TILDE_IN_ASSIGN: Final = re.compile(r"~([^/:\\'\"$`]*)(?=[/:]|$)")
 _STACK_PREFIX: Final = re.compile(r"[+-]?[0-9]*")
+_IFS_RUN: Final = re.compile(r"[ \t\n]+")
+"""What field splitting splits on (the default IFS)."""
 _STACK: Final = "\x00stack"
 
 
@@ -461,7 +476,7 @@ def _fields(combo: tuple[tuple[str, bool, bool], ...]) -> tuple[str, ...]:
         if quoted:
             keep_empty = True
         if split:
-            parts = re.split(r"[ \t\n]+", text)
+            parts = _IFS_RUN.split(text)
             for k, part in enumerate(parts):
                 if k > 0 and fields[-1]:
                     fields.append([])

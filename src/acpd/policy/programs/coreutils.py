@@ -12,6 +12,7 @@ from typing import Final
 from acpd.policy.programs.spec import Model, Parsed, Program, program
 
 LIST: Final = "list"
+_JQ_LOADS: Final = re.compile(r"\b(import|include)\b|\$__prog|\binput_filename\b")
 _HELP: Final = " help version"
 
 TABLE: dict[str, Program] = {}
@@ -133,7 +134,7 @@ def _jq(prog: Program, parsed: Parsed, m: Model) -> None:
             m.ask_unknown("no filter")
             return
         program_text = pos.pop(0)
-        if re.search(r"\b(import|include)\b|\$__prog|\binput_filename\b", program_text):
+        if _JQ_LOADS.search(program_text):
             m.ask_unknown("the filter loads modules")
     # jq reads a positional as an input file until it meets --args/--jsonargs; the ones after
     # are strings. Their order among the options is not kept by the parse, so every

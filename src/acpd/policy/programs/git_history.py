@@ -25,8 +25,7 @@ print a denied file:
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
@@ -47,6 +46,7 @@ from acpd.policy.programs.git_words import (
     NO_CONTENT,
     PATCH,
     QUIET_SUBS,
+    STAGE_PREFIX,
     commit_by_syntax,
     dashdash_index,
     object_colon,
@@ -66,13 +66,16 @@ _INTERACTIVE: Final = {"add": ("--patch", "--interactive", "--edit"),
                        "checkout": ("--patch",), "restore": ("--patch",), "reset": ("--patch",)}
 _INTERACTIVE_SHORT: Final = {"add": "pie", "commit": "pv", "status": "v", "checkout": "p",
                              "restore": "p", "reset": "p"}
-@dataclass(slots=True)
 class GitContent:
     """What judging a git argv found: findings, and exact paths read from the object store
-    or the index (for the path policy, as reads)."""
+    or the index (for the path policy, as reads). (A plain slotted class, made per git
+    command: mypyc leaves a dataclass's generated `__init__` interpreted.)"""
 
-    findings: list[Finding] = field(default_factory=list)
-    reads: list[str] = field(default_factory=list)
+    __slots__ = ("findings", "reads")
+
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+        self.reads: list[str] = []
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +240,7 @@ class _Judge:
             return "rev"  # a commit found by its message (or the top of the tree)
         if object_colon(arg) >= 0:
             return "object"
-        if os.path.lexists(pathtext.join(self.where, arg)) or GLOB.search(arg):
+        if pathtext.lexists(pathtext.join(self.where, arg)) or GLOB.search(arg):
             return "path"
         return "rev"
 
@@ -247,7 +250,7 @@ class _Judge:
         for word in words if words is not None else self._object_words():
             colon = object_colon(word)
             path = word[colon + 1 :]
-            if word.startswith(":") and re.match(r"^:[0-3]:", word):
+            if STAGE_PREFIX.match(word):
                 path = word[3:]
             if not path:
                 continue

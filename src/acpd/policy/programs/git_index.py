@@ -25,11 +25,11 @@ import re
 import stat
 from bisect import bisect_right
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from typing import Final
 
 from acpd.policy import budget as budget_mod
 from acpd.policy import pathtext
+from acpd.policy.globmatch import fnmatchcase
 from acpd.policy.sandbox import PathPattern, PathRules, inside, matches
 from acpd.readcap import read_upto
 

@@ -36,6 +36,8 @@ blobs under .git/lost-found), `worktree`, `checkout-index`, `unpack-file` (write
 the object store), `notes`, `archive`, `bundle`... they ask."""
 _COMMIT_FORCED: Final = re.compile(r"(?:[~^]\d*|\^\{commit\}|\^[!@-]\d*)+$")
 GLOB: Final = re.compile(r"[*?\[]")
+STAGE_PREFIX: Final = re.compile(r":[0-3]:")
+"""`:N:path`: a path in the index at stage N."""
 
 
 
@@ -72,7 +74,7 @@ def object_colon(word: str) -> int:
 
 
 def object_path(word: str) -> str:
-    if re.match(r"^:[0-3]:", word):
+    if STAGE_PREFIX.match(word):
         return word[3:]
     return word[object_colon(word) + 1 :]
 

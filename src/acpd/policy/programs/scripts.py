@@ -18,6 +18,11 @@ from acpd.policy.programs.sedparse import parse_sed
 from acpd.policy.programs.spec import Model, Parsed, Program, program
 from acpd.policy.words import DYN
 
+_ARGV_ARGC: Final = re.compile(r"ARG[VC]\b")
+_ASSIGNS_ARGV: Final = re.compile(r"\s*ARG[VC]\b")
+_AWK_ASSIGNMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+"""An awk operand `var=value` (assigned when awk reaches it, not a file)."""
+
 # ---- sed ---------------------------------------------------------------------------------
 
 def sed_chunks(parsed: Parsed) -> list[str]:
@@ -113,11 +118,11 @@ def _awk(prog: Program, parsed: Parsed, model: Model) -> None:
     else:
         model.ask_unknown("no program")
     for v in parsed.values("--assign"):
-        if re.match(r"\s*ARG[VC]\b", v):
+        if _ASSIGNS_ARGV.match(v):
             model.ask_code(f"-v {v!r} changes the input files at run time")
     for p in pos:
-        if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", p):
-            if re.match(r"ARG[VC]\b", p):
+        if _AWK_ASSIGNMENT.match(p):
+            if _ARGV_ARGC.match(p):
                 model.ask_code(f"{p!r} changes the input files at run time")
             continue  # var=value operand
         if p != "-":

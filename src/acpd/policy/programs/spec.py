@@ -267,14 +267,13 @@ def parse_argv(prog: Program, args: list[str], model: Model) -> Parsed:
         if arg.startswith("--") or (prog.single_dash_long and len(arg) > 2):
             word, eq, value = arg[2 if arg.startswith("--") else 1 :].partition("=")
             found = prog.long(word)
-            if found is None or found == "ambiguous":
+            if not isinstance(found, Opt):  # (not `== "ambiguous"`: Opt's __eq__ is interpreted)
                 what = f"option {arg.partition('=')[0]} is {'ambiguous' if found else 'not known'}"
                 if _may_name_code(prog, word):
                     model.ask_code(f"{what}, and may be {prog.name}'s way to run code")
                 else:
                     model.ask_unknown(what)
                 continue
-            assert isinstance(found, Opt)
             if found.takes == 0 and eq:
                 model.ask_unknown(f"option {found.name} takes no value")
                 continue
