@@ -7,12 +7,14 @@ p95 of each, all measured in the same run:
 - the first checkpoint (every file read, hashed and saved into an empty store);
 - one checkpoint when little changed (one file edited since the last): with the file
   watcher (acpd now: only what inotify reported is scanned) and the named baseline, the full
-  scan (`Limits(watch=False)`: every path lstat'ed, acpd before the watcher);
+  scan (`Limits(watch=False)`: every path lstat'ed, acpd before the watcher), with the
+  directories listed in C (statdir.c) and, as its baseline, in Python (`ACPD_NATIVE=0`);
 - the whole per-command cost the runner adds to a bash call that edits one file: the
   checkpoint before, the checkpoint after, the diff, the card and the record
   (`Checkpoints.begin` then `Pending.finish`, thread hops included), for a command that ran
   in the kernel sandbox (watcher trusted after it), for one that did not (full scan after
-  it), and with the watcher off (full scans both sides), next to the command itself
+  it; also with the Python listing), and with the watcher off (full scans both sides), next
+  to the command itself
   (`bash -c` appending to the file, the named baseline for "added per command");
 - more baselines: `git add -A && git write-tree` in a shadow repository (Gemini CLI's
   checkpointing) and a plain `os.walk` + `lstat` of every path.
@@ -23,6 +25,7 @@ path and for the unconfined one (a full scan after the command) apart.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import shutil
@@ -31,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,6 +48,7 @@ from acpd.checkpoint import (  # noqa: E402
     Limits,
     WorkspaceStore,
 )
+from acpd.checkpoint.statdir import native_listing  # noqa: E402
 
 
 def make_workspace(root: Path, files: int) -> list[Path]:
@@ -69,6 +73,21 @@ def timed(action: Callable[[], object], rounds: int, before: Callable[[], object
         action()
         times.append((time.perf_counter() - start) * 1000)
     return times
+
+
+@contextlib.contextmanager
+def python_listing() -> Iterator[None]:
+    """Scans list directories in Python meanwhile (statdir.py reads ACPD_NATIVE at each
+    walk): the named baseline of the C listing."""
+    before = os.environ.get("ACPD_NATIVE")
+    os.environ["ACPD_NATIVE"] = "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["ACPD_NATIVE"]
+        else:
+            os.environ["ACPD_NATIVE"] = before
 
 
 def p95(values: list[float]) -> float:
@@ -115,6 +134,8 @@ def run(top: Path, files: int, rounds: int) -> int:
     time.sleep(2.1)  # past the racy window, as a real session would be
     store.checkpoint()
     full = timed(store.checkpoint, rounds, edit_one)
+    with python_listing():
+        full_python = timed(store.checkpoint, rounds, edit_one)
     store.close()
     store = WorkspaceStore(top / "data", str(workspace), Limits())
     store.checkpoint(trust_watch=True)  # starts the watcher (a full scan)
@@ -146,6 +167,8 @@ def run(top: Path, files: int, rounds: int) -> int:
                                               check=True), rounds, lambda: None)
     hook_sandboxed = per_command(Limits(), True)
     hook_unconfined = per_command(Limits(), False)
+    with python_listing():
+        hook_unconfined_python = per_command(Limits(), False)
     hook_full = per_command(full_limits, True)
 
     env = {**os.environ, "GIT_DIR": str(top / "shadow.git"), "GIT_WORK_TREE": str(workspace),
@@ -159,6 +182,7 @@ def run(top: Path, files: int, rounds: int) -> int:
     walk_ms = timed(lambda: walk_stat(workspace), rounds, lambda: None)
 
     size = sum(p.stat().st_size for p in paths) / 1e6
+    listing = "listed in C" if native_listing() is not None else "listed in Python (no build)"
     print(f"workspace: {files} files in {len(first.entries) - files} directories, {size:.1f} MB; "
           f"{rounds} rounds; load {os.getloadavg()[0]:.2f}")
     print(f"first checkpoint (empty store)          {first_ms:9.1f} ms")
@@ -166,12 +190,14 @@ def run(top: Path, files: int, rounds: int) -> int:
     print("one file edited since the last checkpoint:        median      p95")
     rows = [
         (f"acpd checkpoint, file watcher ({kind})", watched),
-        ("baseline: acpd full scan (watch=False)", full),
+        (f"baseline: acpd full scan (watch=False), {listing}", full),
+        ("baseline: the same, listed in Python", full_python),
         ("baseline: git add -A && git write-tree", git_ms),
         ("baseline: os.walk + lstat", walk_ms),
         ("per bash call, added (before+after+diff+card+record):", []),
         ("  sandboxed command (watcher trusted after)", hook_sandboxed),
         ("  unconfined command (full scan after)", hook_unconfined),
+        ("  baseline: the same, listed in Python", hook_unconfined_python),
         ("  baseline: watcher off (full scans)", hook_full),
         ("  the command itself: bash -c 'echo >> f'", command_ms),
     ]

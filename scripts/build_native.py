@@ -1,5 +1,6 @@
 """Compile the shell-policy judge with mypyc into `<venv>/acpd-native`, beside the sources,
-and the editor path's relay client (src/acpd/sandbox/relay.c, sandbox/relaybin.py).
+and the C parts: the editor path's relay client (src/acpd/sandbox/relay.c, relaybin.py) and
+the checkpoint scanner's directory listing (src/acpd/checkpoint/statdir.c, statdir.py).
 
     .venv/bin/python scripts/build_native.py [--force] [--jobs N]
 
@@ -30,6 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 sys.path.insert(0, str(SRC))
 
+from acpd.cbuild import CBuild  # noqa: E402
+from acpd.checkpoint import statdir  # noqa: E402
 from acpd.policy._native import (  # noqa: E402
     COMPILED_MODULES,
     manifest_matches,
@@ -95,19 +98,25 @@ def build(root: Path, jobs: int) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def build_relay(cc: str) -> None:
-    """The editor path's relay client (src/acpd/sandbox/relay.c): a second, not a minute."""
-    try:
-        built = relaybin.build(cc)
-    except subprocess.CalledProcessError as exc:
-        print(f"{exc.stdout}{exc.stderr}\nbuild_native: the relay client did not compile; "
-              "the editor's terminal runs the sh launcher", file=sys.stderr)
-    except OSError as exc:
-        print(f"build_native: no relay client ({exc}); the editor's terminal runs the sh "
-              "launcher", file=sys.stderr)
-    else:
-        if built is not None:
-            print(f"build_native: built the relay client {built}", file=sys.stderr)
+# The C parts: each a second to build, each with a pure fallback (what runs without it).
+C_PARTS: tuple[tuple[str, CBuild, str], ...] = (
+    ("the relay client", relaybin.CLIENT, "the editor's terminal runs the sh launcher"),
+    ("the checkpoint scanner's listing", statdir.extension(), "checkpoints list in Python"),
+)
+
+
+def build_c_parts(cc: str) -> None:
+    for what, part, fallback in C_PARTS:
+        try:
+            built = part.build(cc)
+        except subprocess.CalledProcessError as exc:
+            print(f"{exc.stdout}{exc.stderr}\nbuild_native: {what} did not compile; "
+                  f"{fallback}", file=sys.stderr)
+        except OSError as exc:
+            print(f"build_native: no {what} ({exc}); {fallback}", file=sys.stderr)
+        else:
+            if built is not None:
+                print(f"build_native: built {what}: {built}", file=sys.stderr)
 
 
 def main() -> int:
@@ -117,13 +126,14 @@ def main() -> int:
     args = ap.parse_args()
     cc = _compiler()
     if cc is not None:
-        build_relay(cc)
+        build_c_parts(cc)
     root = Path(native_root())
     if not args.force and manifest_matches(root):
         return 0
     if cc is None:
-        print("build_native: no C compiler found; acpd runs the pure policy (slower decisions)"
-              " and the editor's terminal runs the sh launcher", file=sys.stderr)
+        print("build_native: no C compiler found; acpd runs the pure policy (slower decisions),"
+              " the editor's terminal runs the sh launcher and checkpoints list in Python",
+              file=sys.stderr)
         return 0
     try:
         import mypyc  # noqa: F401

@@ -123,6 +123,10 @@ def test_doctor_healthy(tmp_path: Path) -> None:
 
     built = _native.manifest_matches(_native.native_root())
     assert ("policy judge compiled" if built else "policy judge in pure Python") in out
+    from acpd.checkpoint import statdir
+
+    listed_in_c = statdir.native_listing() is not None
+    assert ("directories listed in C" if listed_in_c else "directories listed in Python") in out
 
 
 def test_doctor_names_the_env_var_not_the_key(tmp_path: Path) -> None:

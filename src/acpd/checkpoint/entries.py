@@ -14,9 +14,11 @@ clock tick could keep the same stat) and is read again at the next checkpoint.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from acpd.checkpoint.statdir import StatLike
 
 RACY_NS = 2_000_000_000
 """Files changed this recently before a scan are read again next time (coarse clocks)."""
@@ -43,7 +45,7 @@ class Entry:
     """A file the next scan may keep on a matching lstat alone (saved, or too large to save,
     and not racy): precomputed, because that test runs once per file per scan."""
 
-    def same_stat(self, st: os.stat_result) -> bool:
+    def same_stat(self, st: StatLike) -> bool:
         """The fresh lstat matches what this entry was made from (so its content did not
         change, unless the entry is racy)."""
         return (

@@ -31,11 +31,13 @@ import errno
 import os
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from acpd.checkpoint.blobs import BlobStore
 from acpd.checkpoint.entries import RACY_NS, Entry
+from acpd.checkpoint.statdir import Listing, StatLike, listing_function, python_listing
 
 if TYPE_CHECKING:
     from acpd.sandbox.inotify import Watcher
@@ -110,6 +112,8 @@ class Scanner:
         self.exclude = exclude
         self.watcher: Watcher | None = None
         """Told about every directory before it is listed (see inotify.py)."""
+        self._list: Callable[[int], Listing] = listing_function()
+        """Lists and lstats one directory (statdir.py: in C when it is built)."""
         self._root_dev = 0
 
     def scan(self, previous: dict[str, Entry], *, budget: bool = True) -> ScanResult:
@@ -278,6 +282,7 @@ class Scanner:
         self, stack: list[tuple[int, str, list[str] | None]], previous: dict[str, Entry],
         result: ScanResult, start: int,
     ) -> None:
+        self._list = listing_function()  # (ACPD_NATIVE is read at each walk)
         try:
             while stack:
                 fd, prefix, only = stack.pop()
@@ -298,26 +303,25 @@ class Scanner:
         if only is None and self.watcher is not None:
             self.watcher.add(fd, prefix[:-1])  # before listing: later changes are events
         try:
-            listing = os.listdir(fd) if only is None else only
+            names, stats, errors = self._list(fd) if only is None else python_listing(fd, only)
         except OSError as exc:
             result.note(f"{prefix or '.'}: cannot list ({exc.strerror}); its files are unknown")
             result.complete = False
             return
+        for name, code in errors:
+            result.note(f"{prefix + name}: cannot lstat ({os.strerror(code)}); not saved, "
+                        "its changes are unknown")
+            result.complete = False
         limit = self.limits.max_entries
-        if len(entries) + len(listing) > limit:
-            listing = listing[: max(0, limit - len(entries))]
+        if len(entries) + len(names) > limit:
+            names = names[: max(0, limit - len(entries))]
             if result.complete:
                 result.note(f"more than {limit} entries: stopped here")
             result.complete = False
-        lstat = os.lstat
         get = previous.get
         touched = result.touched
-        for name in listing:
+        for name, st in zip(names, stats, strict=False):  # (names may be cut at the limit)
             rel = prefix + name
-            try:
-                st = lstat(name, dir_fd=fd)
-            except FileNotFoundError:
-                continue  # gone while we looked
             mode = st.st_mode
             old = get(rel)
             kind = mode & _FORMAT  # stat.S_IFMT, inlined: this loop runs once per path
@@ -371,7 +375,7 @@ class Scanner:
             result.complete = False
 
     def _link(
-        self, fd: int, name: str, st: os.stat_result, old: Entry | None, result: ScanResult,
+        self, fd: int, name: str, st: StatLike, old: Entry | None, result: ScanResult,
         rel: str,
     ) -> Entry:
         if old is not None and old.kind == "l" and old.same_stat(st):
@@ -385,7 +389,7 @@ class Scanner:
                      st.st_ino, st.st_dev, target=target)
 
     def _file(
-        self, fd: int, name: str, rel: str, st: os.stat_result, result: ScanResult, start: int,
+        self, fd: int, name: str, rel: str, st: StatLike, result: ScanResult, start: int,
     ) -> Entry:
         if st.st_size > self.limits.max_file_bytes:
             return _unsaved(st, TOO_LARGE, fast=True)
@@ -438,7 +442,7 @@ def _within(path: str, chosen: set[str]) -> bool:
     return False
 
 
-def _unsaved(st: os.stat_result, note: str, *, fast: bool = False) -> Entry:
+def _unsaved(st: StatLike, note: str, *, fast: bool = False) -> Entry:
     return Entry("f", st.st_mode & 0o7777, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
                  st.st_ino, st.st_dev, None, note=note, fast=fast)
 

@@ -219,6 +219,12 @@ def check_versions(report: Report) -> None:
                 if _native.compiled()
                 else "policy judge in pure Python (scripts/build_native.py compiles it: "
                 "decisions about twice as fast)")
+    from acpd.checkpoint import statdir
+
+    report.info("checkpoints", "directories listed in C (statdir.c, built for this source)"
+                if statdir.native_listing() is not None
+                else "directories listed in Python (scripts/build_native.py builds the C "
+                "listing: full scans about a fifth faster)")
 
 
 def check_sandbox(report: Report) -> None:
