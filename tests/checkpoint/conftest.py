@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,3 +129,17 @@ def tree(root: Path) -> dict[str, tuple[Any, ...]]:
             else:
                 found[rel] = ("other", stat.S_IFMT(st.st_mode))
     return found
+
+
+NO_DAC = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",
+          "--bounding-set=-dac_override,-dac_read_search"]
+
+
+def without_read_override(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run Python where a mode-000 file really cannot be read: as root, without the
+    capabilities that bypass permission bits."""
+    prefix = NO_DAC if os.geteuid() == 0 else []
+    return subprocess.run(
+        [*prefix, sys.executable, "-c", code, *args], capture_output=True, text=True,
+        check=False, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )

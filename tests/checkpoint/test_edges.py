@@ -6,13 +6,11 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from tests.checkpoint.conftest import RigFactory, tree
+from tests.checkpoint.conftest import RigFactory, tree, without_read_override
 
 from acpd.checkpoint import CallRecord, Limits, UndoRefused, WorkspaceStore, undo_call
 from acpd.checkpoint.entries import diff_manifests
@@ -111,20 +109,6 @@ async def test_a_full_store_says_so_and_refuses_to_undo_what_it_did_not_save(
     assert "never saved" in await r.slash("")
 
 
-NO_DAC = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",
-          "--bounding-set=-dac_override,-dac_read_search"]
-
-
-def _without_read_override(code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run Python where a mode-000 file really cannot be read: as root, without the
-    capabilities that bypass permission bits."""
-    prefix = NO_DAC if os.geteuid() == 0 else []
-    return subprocess.run(
-        [*prefix, sys.executable, "-c", code, *args], capture_output=True, text=True,
-        check=False, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
-
-
 SCAN_AND_DELETE = """
 import sys, pathlib, os
 from acpd.checkpoint import Limits, WorkspaceStore
@@ -147,7 +131,7 @@ def test_an_unreadable_file_is_reported_and_its_deletion_not_undone(
     locked = workspace / "locked.txt"
     locked.write_text("nobody may read this\n")
     os.chmod(locked, 0o000)
-    done = _without_read_override(SCAN_AND_DELETE, str(workspace), str(data_dir))
+    done = without_read_override(SCAN_AND_DELETE, str(workspace), str(data_dir))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "unreadable: Permission denied"
     store = WorkspaceStore(data_dir, str(workspace), Limits())

@@ -10,7 +10,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from tests.checkpoint.test_edges import _without_read_override
+from tests.checkpoint.conftest import without_read_override
 
 from acpd.checkpoint import Limits
 from acpd.checkpoint.blobs import BlobStore
@@ -138,7 +138,7 @@ def test_an_entry_that_cannot_be_lstated_is_a_note_not_a_failed_scan(
     os.chmod(ws / "closed", 0o644)
     monkeypatch.setenv("ACPD_NATIVE", form)
     try:
-        done = _without_read_override(UNSTATABLE, str(ws), str(tmp_path / "blobs"))
+        done = without_read_override(UNSTATABLE, str(ws), str(tmp_path / "blobs"))
     finally:
         os.chmod(ws / "closed", 0o755)
     assert done.returncode == 0, done.stderr
