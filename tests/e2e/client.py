@@ -98,6 +98,22 @@ class Terminal:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
 
+    async def close(self) -> None:
+        """Kill it if it runs, reap it, and close its pipe now. A process that left the
+        group (setsid) can hold the pipe open after the command ended: the transport would
+        then be closed by the garbage collector, after this test's event loop is gone, and
+        fail whichever test runs at that moment."""
+        if self.process.returncode is None:
+            self.kill()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.process.wait(), 5)
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._reader
+        transport = getattr(self.process, "_transport", None)  # asyncio has no public close
+        if transport is not None:
+            transport.close()
+
 
 @dataclass
 class RecordingClient:
@@ -288,9 +304,6 @@ class RecordingClient:
         pass
 
     async def close(self) -> None:
-        """Kill whatever still runs in our terminals (the test is over)."""
+        """Kill whatever still runs in our terminals and close them (the test is over)."""
         for terminal in self.terminals.values():
-            if terminal.process.returncode is None:
-                terminal.kill()
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(terminal.process.wait(), 5)
+            await terminal.close()
