@@ -156,3 +156,50 @@ def test_the_built_extension_is_the_current_source() -> None:
     if path is None:
         pytest.skip("statdir.c is not built here")
     assert f"acpd-statdir-{statdir.extension()._digest()}." in os.path.basename(path)
+
+
+@needs_native
+def test_the_c_scan_listing_keeps_only_what_the_scanner_would(tmp_path: Path) -> None:
+    """scan_dir keeps a regular file's previous entry only for the scanner's own hot test
+    (fast, and the same ctime, mtime, size, inode and device), at most `room` of them, and
+    hands everything else back."""
+    from acpd.checkpoint.entries import Entry
+    from acpd.checkpoint.statdir import _module
+
+    module = _module()
+    assert module is not None
+    top = _every_kind(tmp_path)
+    (top / "changed").write_text("old")
+    (top / "slow").write_text("s")
+
+    def entry(name: str, *, fast: bool = True, size_delta: int = 0) -> Entry:
+        st = os.lstat(top / name)
+        return Entry("f", st.st_mode & 0o7777, st.st_size + size_delta, st.st_mtime_ns,
+                     st.st_ctime_ns, st.st_ino, st.st_dev, "digest", fast=fast)
+
+    previous = {"p/file.txt": entry("file.txt"), "p/hard-link": entry("hard-link"),
+                "p/empty": entry("empty"), "p/changed": entry("changed", size_delta=1),
+                "p/slow": entry("slow", fast=False)}
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        everything = set(python_listing(fd)[0])
+        entries: dict[str, Entry] = {}
+        multi: set[str] = set()
+        names, stats, errors = module.scan_dir(fd, "p/", previous, entries, multi, 100)
+        assert errors == [] and len(stats) == len(names)
+        assert set(entries) == {"p/file.txt", "p/hard-link", "p/empty"}
+        assert all(entries[k] is previous[k] for k in entries)
+        assert multi == {"p/file.txt", "p/hard-link"}
+        assert set(names) == everything - {"file.txt", "hard-link", "empty"}
+        assert "changed" in names and "slow" in names  # a stat that differs; not fast
+        # At most `room` kept; the rest come back.
+        entries, multi = {}, set()
+        names = module.scan_dir(fd, "p/", previous, entries, multi, 1)[0]
+        assert len(entries) == 1 and len(names) == len(everything) - 1
+        # An entry that is not one raises (a renamed field must not pass silently).
+        with pytest.raises(AttributeError):
+            module.scan_dir(fd, "p/", {"p/empty": object()}, {}, set(), 100)
+        with pytest.raises(TypeError):
+            module.scan_dir(fd, "p/", [], {}, set(), 100)
+    finally:
+        os.close(fd)

@@ -31,13 +31,12 @@ import errno
 import os
 import stat
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from acpd.checkpoint.blobs import BlobStore
 from acpd.checkpoint.entries import RACY_NS, Entry
-from acpd.checkpoint.statdir import Listing, StatLike, listing_function, python_listing
+from acpd.checkpoint.statdir import ScanLister, StatLike, python_listing, scan_listing
 
 if TYPE_CHECKING:
     from acpd.sandbox.inotify import Watcher
@@ -112,8 +111,9 @@ class Scanner:
         self.exclude = exclude
         self.watcher: Watcher | None = None
         """Told about every directory before it is listed (see inotify.py)."""
-        self._list: Callable[[int], Listing] = listing_function()
-        """Lists and lstats one directory (statdir.py: in C when it is built)."""
+        self._list: ScanLister = scan_listing()
+        """Lists and lstats one directory (statdir.py: in C when it is built, which keeps
+        unchanged files itself)."""
         self._root_dev = 0
 
     def scan(self, previous: dict[str, Entry], *, budget: bool = True) -> ScanResult:
@@ -282,7 +282,7 @@ class Scanner:
         self, stack: list[tuple[int, str, list[str] | None]], previous: dict[str, Entry],
         result: ScanResult, start: int,
     ) -> None:
-        self._list = listing_function()  # (ACPD_NATIVE is read at each walk)
+        self._list = scan_listing()  # (ACPD_NATIVE is read at each walk)
         try:
             while stack:
                 fd, prefix, only = stack.pop()
@@ -302,8 +302,11 @@ class Scanner:
         entries = result.entries
         if only is None and self.watcher is not None:
             self.watcher.add(fd, prefix[:-1])  # before listing: later changes are events
+        limit = self.limits.max_entries
         try:
-            names, stats, errors = self._list(fd) if only is None else python_listing(fd, only)
+            names, stats, errors = (
+                self._list(fd, prefix, previous, entries, result.multi, limit - len(entries))
+                if only is None else python_listing(fd, only))
         except OSError as exc:
             result.note(f"{prefix or '.'}: cannot list ({exc.strerror}); its files are unknown")
             result.complete = False
@@ -312,7 +315,6 @@ class Scanner:
             result.note(f"{prefix + name}: cannot lstat ({os.strerror(code)}); not saved, "
                         "its changes are unknown")
             result.complete = False
-        limit = self.limits.max_entries
         if len(entries) + len(names) > limit:
             names = names[: max(0, limit - len(entries))]
             if result.complete:

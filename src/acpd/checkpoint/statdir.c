@@ -16,6 +16,15 @@
  * the same, but a stat_result (with float times and nanosecond integers computed in
  * Python longs) is built per entry. Here the listing and the lstats run without the
  * GIL, and the objects are built after, with only the fields the scanner uses.
+ * scan_dir(fd, prefix, previous, entries, multi, room) -> (names, stats, errors)
+ *   stat_dir, but an unchanged regular file is kept here and left out of what it
+ *   returns: when `previous[prefix + name]` is an Entry with `fast` set and the same
+ *   ctime_ns, mtime_ns, size, ino and dev as the fresh lstat, it is stored as
+ *   `entries[prefix + name]` (and the path added to `multi` when the file has several
+ *   links), at most `room` of them. That is the scanner's hot test (scan.py
+ *   `_directory`), made here so that the scan's loop in Python only sees what changed
+ *   and the directories. An Entry without those attributes raises.
+ *
  * The fd is not consumed: the listing reads a duplicate from the start and rewinds
  * it after (a duplicate shares the offset), as os.listdir(fd) does.
  */
@@ -162,7 +171,77 @@ static int append_new(PyObject *list, PyObject *item) {
     return failed;
 }
 
-static PyObject *build_result(const listing_t *listing) {
+/* What scan_dir keeps itself: an unchanged regular file's previous entry. */
+typedef struct {
+    PyObject *prefix, *previous, *entries, *multi;
+    Py_ssize_t room; /* entries it may still add (the scan's max_entries) */
+} keeper_t;
+
+static PyObject *attr_fast, *attr_ctime, *attr_mtime, *attr_size, *attr_ino, *attr_dev;
+
+/* 1: `field` of `entry` is the integer `want`; 0: it is not; -1: an error is set. */
+static int field_is(PyObject *entry, PyObject *field, long long want) {
+    PyObject *value = PyObject_GetAttr(entry, field);
+    if (value == NULL)
+        return -1;
+    int overflow = 0;
+    long long got = PyLong_AsLongLongAndOverflow(value, &overflow);
+    Py_DECREF(value);
+    if (got == -1 && PyErr_Occurred())
+        return -1;
+    return !overflow && got == want;
+}
+
+/* 1: `old` (an Entry) may be kept for this lstat (the scanner's hot test: saved or too
+ * large, not racy, and the same ctime, mtime, size, inode and device); 0: not; -1: error. */
+static int unchanged(PyObject *old, const struct stat *st) {
+    PyObject *fast = PyObject_GetAttr(old, attr_fast);
+    if (fast == NULL)
+        return -1;
+    int ok = PyObject_IsTrue(fast);
+    Py_DECREF(fast);
+    if (ok <= 0)
+        return ok;
+    const struct { PyObject *field; long long want; } tests[] = {
+        {attr_ctime, nanoseconds(&st->st_ctim)},
+        {attr_mtime, nanoseconds(&st->st_mtim)},
+        {attr_size, (long long)st->st_size},
+        {attr_ino, (long long)st->st_ino},
+        {attr_dev, (long long)st->st_dev},
+    };
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        ok = field_is(old, tests[i].field, tests[i].want);
+        if (ok <= 0)
+            return ok;
+    }
+    return 1;
+}
+
+/* 1: the row was kept (its previous entry is in entries); 0: it goes back to the caller;
+ * -1: an error is set. */
+static int keep(keeper_t *keeper, PyObject *name, const struct stat *st) {
+    if (keeper == NULL || keeper->room <= 0 || !S_ISREG(st->st_mode))
+        return 0;
+    PyObject *rel = PyUnicode_Concat(keeper->prefix, name);
+    if (rel == NULL)
+        return -1;
+    int kept = -1;
+    PyObject *old = PyDict_GetItemWithError(keeper->previous, rel); /* borrowed */
+    if (old == NULL) {
+        kept = PyErr_Occurred() ? -1 : 0;
+    } else {
+        kept = unchanged(old, st);
+        if (kept == 1 && (PyDict_SetItem(keeper->entries, rel, old) < 0
+                          || (st->st_nlink > 1 && PySet_Add(keeper->multi, rel) < 0)))
+            kept = -1;
+    }
+    Py_DECREF(rel);
+    if (kept == 1)
+        keeper->room--;
+    return kept;
+}
+
+static PyObject *build_result(const listing_t *listing, keeper_t *keeper) {
     PyObject *names = PyList_New(0), *stats = PyList_New(0), *errors = PyList_New(0);
     if (names == NULL || stats == NULL || errors == NULL)
         goto fail;
@@ -173,6 +252,13 @@ static PyObject *build_result(const listing_t *listing) {
             goto fail;
         if (row->error) {
             if (append_new(errors, Py_BuildValue("(Ni)", name, row->error)) < 0)
+                goto fail;
+            continue;
+        }
+        int kept = keep(keeper, name, &row->st);
+        if (kept != 0) {
+            Py_DECREF(name);
+            if (kept < 0)
                 goto fail;
             continue;
         }
@@ -187,8 +273,8 @@ fail:
     return NULL;
 }
 
-static PyObject *stat_dir(PyObject *module, PyObject *arg) {
-    int fd = PyObject_AsFileDescriptor(arg);
+static PyObject *listed(PyObject *fd_object, keeper_t *keeper) {
+    int fd = PyObject_AsFileDescriptor(fd_object);
     if (fd < 0)
         return NULL;
     listing_t listing = {NULL, 0, 0, 0};
@@ -200,7 +286,7 @@ static PyObject *stat_dir(PyObject *module, PyObject *arg) {
         errno = listing.error;
         PyErr_SetFromErrno(PyExc_OSError);
     } else {
-        result = build_result(&listing);
+        result = build_result(&listing, keeper);
     }
     for (size_t i = 0; i < listing.len; i++)
         free(listing.rows[i].name);
@@ -208,9 +294,26 @@ static PyObject *stat_dir(PyObject *module, PyObject *arg) {
     return result;
 }
 
+static PyObject *stat_dir(PyObject *module, PyObject *fd) {
+    return listed(fd, NULL);
+}
+
+static PyObject *scan_dir(PyObject *module, PyObject *args) {
+    PyObject *fd;
+    keeper_t keeper;
+    if (!PyArg_ParseTuple(args, "OUO!O!O!n:scan_dir", &fd, &keeper.prefix,
+                          &PyDict_Type, &keeper.previous, &PyDict_Type, &keeper.entries,
+                          &PySet_Type, &keeper.multi, &keeper.room))
+        return NULL;
+    return listed(fd, &keeper);
+}
+
 static PyMethodDef methods[] = {
     {"stat_dir", stat_dir, METH_O,
      "stat_dir(fd) -> (names, stats, errors): every entry of the directory at fd, lstat'ed."},
+    {"scan_dir", scan_dir, METH_VARARGS,
+     "scan_dir(fd, prefix, previous, entries, multi, room) -> (names, stats, errors): "
+     "stat_dir, keeping unchanged regular files itself."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -221,6 +324,16 @@ static struct PyModuleDef module_def = {
 };
 
 PyMODINIT_FUNC PyInit_acpd_statdir(void) {
+    if (attr_fast == NULL) {
+        attr_fast = PyUnicode_InternFromString("fast");
+        attr_ctime = PyUnicode_InternFromString("ctime_ns");
+        attr_mtime = PyUnicode_InternFromString("mtime_ns");
+        attr_size = PyUnicode_InternFromString("size");
+        attr_ino = PyUnicode_InternFromString("ino");
+        attr_dev = PyUnicode_InternFromString("dev");
+        if (!attr_fast || !attr_ctime || !attr_mtime || !attr_size || !attr_ino || !attr_dev)
+            return NULL;
+    }
     if (StatType.tp_name == NULL && PyStructSequence_InitType2(&StatType, &stat_desc) < 0)
         return NULL;
     PyObject *module = PyModule_Create(&module_def);

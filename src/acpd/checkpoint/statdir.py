@@ -1,18 +1,19 @@
 """One directory's entries, each lstat'ed: in C when statdir.c is built, else in Python.
 
-`listing(fd)` is what the checkpoint scanner calls once per directory: (names, stats,
-errors), where `stats[i]` is the lstat of `names[i]` (an os.stat_result, or the C module's
-Stat with the same field names), and `errors` holds (name, errno) for the entries that could
-not be lstat'ed. An entry that vanished between the listing and its lstat is left out. Both
-forms make the same syscalls (getdents, then one fstatat per entry, relative to the
-directory's fd); the C one builds only the fields the scanner reads, without an os.stat_result
-per entry, and lists without holding the GIL. `benchmarks/checkpoint.py` measures the two.
+`scan_listing()` gives what the checkpoint scanner calls once per directory. It returns
+(names, stats, errors): `stats[i]` is the lstat of `names[i]` (an os.stat_result, or the C
+module's Stat with the same field names), and `errors` holds (name, errno) for the entries
+that could not be lstat'ed. An entry that vanished between the listing and its lstat is left
+out. Both forms make the same syscalls (getdents, then one fstatat per entry, relative to
+the directory's fd). The C one lists without holding the GIL, builds only the fields the
+scanner reads, and keeps unchanged regular files itself (ScanLister below), so the scan's
+Python loop sees only the directories and what changed. `benchmarks/checkpoint.py`
+measures the two.
 
 `scripts/build_native.py` compiles statdir.c next to the relay client (cbuild.py). There is
 no build without a C compiler and the Python headers, and then the Python form runs;
 `ACPD_NATIVE=0` chooses it too (read at each scan).
 """
-
 from __future__ import annotations
 
 import errno
@@ -20,9 +21,12 @@ import functools
 import os
 from collections.abc import Callable
 from types import ModuleType
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from acpd.cbuild import CBuild
+
+if TYPE_CHECKING:
+    from acpd.checkpoint.entries import Entry
 
 
 class StatLike(Protocol):
@@ -45,6 +49,12 @@ class StatLike(Protocol):
 
 
 Listing = tuple[list[str], list[StatLike], list[tuple[str, int]]]
+ScanLister = Callable[[int, str, "dict[str, Entry]", "dict[str, Entry]", set[str], int], Listing]
+"""(fd, prefix, previous, entries, multi, room) -> the entries left for the scanner. A lister
+may keep an unchanged regular file itself (the C one does): it then stores `previous[rel]` as
+`entries[rel]` (at most `room` of them), adds `rel` to `multi` when the file has several
+links, and leaves the name out of what it returns. It keeps one only when the scanner's own
+hot test would: `previous[rel].fast` and the same ctime, mtime, size, inode and device."""
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "statdir.c")
 
@@ -99,15 +109,22 @@ def _module() -> ModuleType | None:
 
 
 def native_listing() -> Callable[[int], Listing] | None:
-    """The C form when it is built and loads, else None."""
+    """The C form of `python_listing` when it is built and loads, else None."""
     module = _module()
     return None if module is None else cast("Callable[[int], Listing]", module.stat_dir)
 
 
-def listing_function() -> Callable[[int], Listing]:
-    """What a scan lists directories with: the C form unless `ACPD_NATIVE=0` or unbuilt."""
+def python_scan_listing(fd: int, prefix: str, previous: dict[str, Entry],
+                        entries: dict[str, Entry], multi: set[str], room: int) -> Listing:
+    """The Python form of what a scan lists a directory with: it keeps nothing itself."""
+    return python_listing(fd)
+
+
+def scan_listing() -> ScanLister:
+    """What a scan lists directories with: the C form (`scan_dir` in statdir.c, which keeps
+    unchanged regular files itself) unless `ACPD_NATIVE=0` or unbuilt."""
     if os.environ.get("ACPD_NATIVE", "1") != "0":
-        native = native_listing()
-        if native is not None:
-            return native
-    return python_listing
+        module = _module()
+        if module is not None:
+            return cast("ScanLister", module.scan_dir)
+    return python_scan_listing
