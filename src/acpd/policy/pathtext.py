@@ -51,30 +51,25 @@ def normpath(p: str) -> str:
 # The file tests: `os.path.isdir` and its kin are interpreted wrappers around one stat call;
 # these give the same answers (False for a path that cannot be stat'ed, or that holds a NUL).
 
-def isdir(p: str) -> bool:
+def _mode(p: str, follow: bool) -> int:
+    """The entry's st_mode, or 0 (no file type) when it cannot be stat'ed."""
     try:
-        return S_ISDIR(os.stat(p).st_mode)
+        return (os.stat(p) if follow else os.lstat(p)).st_mode
     except (OSError, ValueError):
-        return False
+        return 0
+
+
+def isdir(p: str) -> bool:
+    return S_ISDIR(_mode(p, True))
 
 
 def isfile(p: str) -> bool:
-    try:
-        return S_ISREG(os.stat(p).st_mode)
-    except (OSError, ValueError):
-        return False
+    return S_ISREG(_mode(p, True))
 
 
 def islink(p: str) -> bool:
-    try:
-        return S_ISLNK(os.lstat(p).st_mode)
-    except (OSError, ValueError):
-        return False
+    return S_ISLNK(_mode(p, False))
 
 
 def lexists(p: str) -> bool:
-    try:
-        os.lstat(p)
-    except (OSError, ValueError):
-        return False
-    return True
+    return _mode(p, False) != 0
