@@ -25,6 +25,7 @@ import dataclasses
 import functools
 import logging
 import os
+import signal
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 
 from acpd.daemon import envscrub, tmpdirs
@@ -125,9 +127,9 @@ class Confined:
             return job
         argv, fds = self.launch(command)
         try:
-            return await anyio.open_process(
+            return _Session(await anyio.open_process(
                 argv, cwd=cwd, env=env, stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
-                start_new_session=True, pass_fds=fds)
+                start_new_session=True, pass_fds=fds))
         finally:
             for fd in fds:
                 os.close(fd)
@@ -142,6 +144,36 @@ class Confined:
             for fd in pins.values():
                 os.close(fd)
             raise
+
+
+class _Session:
+    """A relayed command under bubblewrap. bubblewrap is two processes: the outer one (ours)
+    and the PID namespace's init, in a session of its own; the init outlived a SIGKILL of the
+    outer one (its `--die-with-parent` did not reach it) and kept the command running and
+    the editor's terminal open. So the init is killed first, which ends the namespace and
+    everything in it, then the outer one."""
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self._process = process
+
+    async def wait(self) -> int:
+        return await self._process.wait()
+
+    def kill(self) -> None:
+        pid = self._process.pid
+        for child in _children(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(child, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
+            os.kill(pid, signal.SIGKILL)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as handle:
+            return [int(word) for word in handle.read().split()]
+    except (OSError, ValueError):
+        return []
 
 
 async def confine(request: CommandRequest, source: RulesSource | None) -> Confined:
