@@ -36,7 +36,13 @@ from typing import TYPE_CHECKING
 
 from acpd.checkpoint.blobs import BlobStore
 from acpd.checkpoint.entries import RACY_NS, Entry
-from acpd.checkpoint.statdir import ScanLister, StatLike, python_listing, scan_listing
+from acpd.checkpoint.statdir import (
+    ScanLister,
+    StatLike,
+    python_listing,
+    python_scan_listing,
+    scan_listing,
+)
 
 if TYPE_CHECKING:
     from acpd.sandbox.inotify import Watcher
@@ -111,9 +117,9 @@ class Scanner:
         self.exclude = exclude
         self.watcher: Watcher | None = None
         """Told about every directory before it is listed (see inotify.py)."""
-        self._list: ScanLister = scan_listing()
+        self._list: ScanLister = python_scan_listing
         """Lists and lstats one directory (statdir.py: in C when it is built, which keeps
-        unchanged files itself)."""
+        unchanged files itself); chosen at each walk."""
         self._root_dev = 0
 
     def scan(self, previous: dict[str, Entry], *, budget: bool = True) -> ScanResult:
