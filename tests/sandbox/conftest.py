@@ -1,12 +1,19 @@
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import anyio
+import anyio.abc
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -111,3 +118,59 @@ def escapes(marker: str) -> str:
 
 def sleep_marker() -> str:
     return f"77.{int.from_bytes(os.urandom(3), 'big'):07d}"
+
+
+def kill_marked(marker: str) -> None:
+    """What a failed test left running."""
+    for pid in marked(marker):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+class FakeEditor:
+    """`terminal/*` as an editor serves them: the command runs with the editor's own
+    environment plus the params' `env`, its output (both streams) collected."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.created: list[dict[str, Any]] = []
+        self._terminals: dict[str, tuple[anyio.abc.Process, Path]] = {}
+        self._dir = Path(tempfile.mkdtemp(prefix="acpd-fake-editor-"))
+
+    input_closed = False
+
+    async def notify(self, method: str, params: Any) -> None:
+        return None
+
+    async def request(self, method: str, params: Any, *,
+                      timeout: float | None = 30.0) -> Any:  # noqa: ASYNC109 (EditorPeer's)
+        if method == "terminal/create":
+            self.created.append(params)
+            tid = f"t{len(self.created)}"
+            out = self._dir / tid
+            env = {**self.env, **{v["name"]: v["value"] for v in params["env"]}}
+            with out.open("wb") as sink:
+                proc = await anyio.open_process([params["command"], *params["args"]], env=env,
+                                                cwd=params["cwd"], stdin=subprocess.DEVNULL,
+                                                stdout=sink, stderr=subprocess.STDOUT)
+            self._terminals[tid] = (proc, out)
+            return {"terminalId": tid}
+        proc, out = self._terminals[params["terminalId"]]
+        if method == "terminal/output":
+            return {"output": out.read_text(errors="replace"), "truncated": False}
+        if method == "terminal/wait_for_exit":
+            code = await proc.wait()
+            return {"exitCode": code} if code >= 0 else {"signal": signal.Signals(-code).name}
+        if method == "terminal/kill":
+            proc.kill()
+            return {}
+        if method == "terminal/release":
+            proc.kill()
+            return {}
+        raise AssertionError(method)
+
+    def close(self) -> None:
+        for proc, _out in self._terminals.values():
+            if proc.returncode is None:
+                proc.kill()
+        shutil.rmtree(self._dir, ignore_errors=True)

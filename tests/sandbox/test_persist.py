@@ -14,13 +14,15 @@ import anyio
 import pytest
 
 from acpd.daemon.confine import confine, editor_launch
+from acpd.daemon.editor import EditorTerminalRunner
 from acpd.daemon.local import LocalCommandRunner
 from acpd.sandbox import relaybin
 from acpd.sandbox.build import CACHES_ENV
 from acpd.sandbox.rules import PathRules
 from acpd.sandbox.status import sandbox_status
 from acpd.tools.capabilities import CommandRequest, CommandResult
-from tests.sandbox.conftest import git_dir
+from tests.e2e.harness import sleep_marker, wait_unmarked
+from tests.sandbox.conftest import FakeEditor, git_dir, kill_marked
 
 pytestmark = [
     pytest.mark.anyio,
@@ -217,3 +219,29 @@ def test_the_launcher_pins_a_directory_only_where_its_physical_path_is(tmp_path:
     mounts = [line.split()[4] for line in out.stdout.splitlines()]
     assert str(ws / "real") in mounts
     assert str(ws / "link") not in mounts and str(ws / "missing") not in mounts
+
+
+async def test_a_launcher_command_cancelled_at_any_moment_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    """An editor whose terminal/kill kills bubblewrap alone (its pid, not its group), in the
+    sandbox's first milliseconds, left the sandbox's init alive: it ran the command anyway,
+    or waited forever holding the terminal open. Cancelled at every moment of its start, the
+    daemon ends what the kill left."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    editor = FakeEditor(dict(os.environ))
+    runner = EditorTerminalRunner(editor, "s1", poll_interval=0.05)
+    marker = sleep_marker()
+
+    async def ignore(*_: object) -> None:
+        return None
+
+    try:
+        for step in range(40):
+            with anyio.move_on_after(step / 1000):
+                await runner.run(request(ws, f"sleep {marker}"), ignore, ignore)
+        assert await wait_unmarked(marker, within=5) == []
+    finally:
+        editor.close()
+        kill_marked(marker)

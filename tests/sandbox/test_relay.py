@@ -9,13 +9,14 @@ params' and collects its output."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import anyio.abc
 import pytest
 
 from acpd.daemon.config import DEFAULT_ENV_BLOCKLIST
-from acpd.daemon.confine import workspace_tmp
+from acpd.daemon.confine import confine, workspace_tmp
 from acpd.daemon.editor import EditorTerminalRunner
 from acpd.daemon.errors import PeerError
 from acpd.daemon.relay import Relay
@@ -37,7 +38,7 @@ from acpd.sandbox.rules import PathRules
 from acpd.sandbox.status import sandbox_status
 from acpd.tools.capabilities import CommandRequest, CommandResult
 from tests.e2e.harness import marked, sleep_marker, wait_unmarked
-from tests.sandbox.conftest import escapes, git_dir
+from tests.sandbox.conftest import FakeEditor, escapes, git_dir, kill_marked
 from tests.sandbox.test_envscrub import EDITOR_ENV
 
 pytestmark = [
@@ -60,55 +61,6 @@ def starts(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
     bubblewrap per command."""
     monkeypatch.setenv(PARENT_ENV, "on" if request.param == "parent" else "off")
     yield request.param
-
-
-class FakeEditor:
-    """`terminal/*` as an editor serves them: the command runs with the editor's own
-    environment plus the params' `env`, its output (both streams) collected."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.env = env
-        self.created: list[dict[str, Any]] = []
-        self._terminals: dict[str, tuple[anyio.abc.Process, Path]] = {}
-        self._dir = Path(tempfile.mkdtemp(prefix="acpd-fake-editor-"))
-
-    input_closed = False
-
-    async def notify(self, method: str, params: Any) -> None:
-        return None
-
-    async def request(self, method: str, params: Any, *,
-                      timeout: float | None = 30.0) -> Any:  # noqa: ASYNC109 (EditorPeer's)
-        if method == "terminal/create":
-            self.created.append(params)
-            tid = f"t{len(self.created)}"
-            out = self._dir / tid
-            env = {**self.env, **{v["name"]: v["value"] for v in params["env"]}}
-            with out.open("wb") as sink:
-                proc = await anyio.open_process([params["command"], *params["args"]], env=env,
-                                                cwd=params["cwd"], stdin=subprocess.DEVNULL,
-                                                stdout=sink, stderr=subprocess.STDOUT)
-            self._terminals[tid] = (proc, out)
-            return {"terminalId": tid}
-        proc, out = self._terminals[params["terminalId"]]
-        if method == "terminal/output":
-            return {"output": out.read_text(errors="replace"), "truncated": False}
-        if method == "terminal/wait_for_exit":
-            code = await proc.wait()
-            return {"exitCode": code} if code >= 0 else {"signal": signal.Signals(-code).name}
-        if method == "terminal/kill":
-            proc.kill()
-            return {}
-        if method == "terminal/release":
-            proc.kill()
-            return {}
-        raise AssertionError(method)
-
-    def close(self) -> None:
-        for proc, _out in self._terminals.values():
-            if proc.returncode is None:
-                proc.kill()
-        shutil.rmtree(self._dir, ignore_errors=True)
 
 
 @pytest.fixture
@@ -226,6 +178,75 @@ async def test_killing_the_client_kills_the_command(tmp_path: Path) -> None:
             while not started or marked(marker):  # noqa: ASYNC110
                 await anyio.sleep(0.05)
     assert await client.wait() == -signal.SIGKILL
+
+
+@dataclasses.dataclass
+class Fallback:
+    """`sleep MARKER` started as the relay starts a command with no sandbox parent and no
+    init set up before: under bubblewrap, started by the daemon."""
+
+    ws: Path
+    marker: str
+    null: int
+
+    async def start(self) -> Any:
+        return await (await self.confined())()
+
+    async def confined(self) -> Callable[[], Awaitable[Any]]:
+        """The start, once the command is confined."""
+        command = f"sleep {self.marker}"
+        request = CommandRequest(command, str(self.ws), 30, 1 << 20, roots=(str(self.ws),),
+                                 sandbox=PathRules())
+        confined = await confine(request, None)
+        assert confined.bubblewrap
+        return functools.partial(confined.start_with, ["bash", "-c", command], command,
+                                 str(self.ws), dict(EDITOR_ENV), (self.null,) * 3)
+
+    async def kill(self, started: Any) -> None:
+        started.kill()
+        assert await started.wait() == -signal.SIGKILL
+
+
+@pytest.fixture
+def fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fallback]:
+    monkeypatch.setenv(PARENT_ENV, "off")
+    (tmp_path / "ws").mkdir()
+    null = os.open(os.devnull, os.O_RDWR)
+    started = Fallback(tmp_path / "ws", sleep_marker(), null)
+    try:
+        yield started
+    finally:
+        os.close(null)
+        kill_marked(started.marker)
+
+
+async def test_a_kill_at_any_moment_of_the_bubblewrap_start_ends_the_sandbox(
+    fallback: Fallback,
+) -> None:
+    """The client killed (terminal/kill, cancel) in the first milliseconds: bubblewrap's init
+    sets its parent-death signal only once the sandbox is set up, so a kill of bubblewrap
+    alone left it alive, running the command and holding the editor's terminal open."""
+    for step in range(32):
+        started = await fallback.start()
+        await anyio.sleep(step / 4000)
+        await fallback.kill(started)
+    assert await wait_unmarked(fallback.marker, within=5) == []
+
+
+async def test_a_start_cancelled_as_it_happens_is_still_handed_over(
+    fallback: Fallback,
+) -> None:
+    """Cancelled while it waited for the new process, asyncio killed bubblewrap alone (see
+    above). The start finishes; its caller, cancelled at its next await, kills it whole."""
+    start = await fallback.confined()
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        started = await start()
+    with anyio.fail_after(10):
+        while not marked(fallback.marker):  # noqa: ASYNC110
+            await anyio.sleep(0.02)
+    await fallback.kill(started)
+    assert await wait_unmarked(fallback.marker, within=5) == []
 
 
 async def test_only_the_client_with_the_token_in_this_pid_namespace_is_heard(

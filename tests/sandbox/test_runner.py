@@ -8,9 +8,10 @@ import anyio
 import pytest
 
 from acpd.daemon.local import LocalCommandRunner
+from acpd.sandbox.parent import PARENT_ENV
 from acpd.sandbox.rules import PathRules
 from acpd.tools.capabilities import CommandRequest, CommandResult
-from tests.sandbox.conftest import escapes, marked, sleep_marker
+from tests.sandbox.conftest import escapes, kill_marked, marked, sleep_marker
 
 pytestmark = pytest.mark.anyio
 
@@ -83,6 +84,26 @@ async def wait_gone(marker: str) -> None:
         while marked(marker):  # noqa: ASYNC110
             await anyio.sleep(0.05)
     assert marked(marker) == []
+
+
+async def test_a_command_cancelled_while_its_sandbox_is_set_up_does_not_live_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """bubblewrap's init sets its parent-death signal only when the sandbox is set up, and
+    ignores a TERM: a cancel in a command's first milliseconds killed bubblewrap alone, and
+    the init lived on and ran the command. Cancelled at every moment of its start (each
+    command under its own bubblewrap), nothing is left."""
+    monkeypatch.setenv(PARENT_ENV, "off")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    marker = sleep_marker()
+    try:
+        for step in range(48):
+            with anyio.move_on_after(step / 2000):
+                await run(ws, f"sleep {marker}")
+        await wait_gone(marker)
+    finally:
+        kill_marked(marker)
 
 
 async def test_the_environment_switch_reports_why(tmp_path: Path,

@@ -25,7 +25,6 @@ import dataclasses
 import functools
 import logging
 import os
-import signal
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -39,7 +38,7 @@ import anyio.to_thread
 from acpd.daemon import envscrub, tmpdirs
 from acpd.policy.gitdirs import is_git_directory
 from acpd.sandbox.build import build_confinement
-from acpd.sandbox.bwrap import head_args, open_pins, tail_args
+from acpd.sandbox.bwrap import head_args, kill_sandbox, kill_tagged, open_pins, tail_args
 from acpd.sandbox.launch import bash_argv
 from acpd.sandbox.parent import POOL, Job, ParentProcess, Pending, Refused, start_job
 from acpd.sandbox.parent import prestart as parent_prestart
@@ -125,19 +124,34 @@ class Confined:
         job = await self.start_job(list(shell), env, stdio)
         if job is not None:
             return job
+        return _Session(await self.spawn(command, cwd, env, stdio))
+
+    @property
+    def bubblewrap(self) -> bool:
+        """Whether `spawn` runs bubblewrap, which `kill_sandbox` ends."""
+        return self.conf is not None and self.status.kind == "bwrap"
+
+    async def spawn(self, command: str, cwd: str, env: dict[str, str],
+                    stdio: tuple[int, int, int]) -> anyio.abc.Process:
+        """`bash -c COMMAND` under bubblewrap (bash alone with no sandbox here), in a session
+        of its own; `stdio` as for `subprocess.Popen`. The start is shielded from cancellation:
+        cancelled while it waits for the new process, asyncio would SIGKILL bubblewrap alone,
+        and a sandbox still in its setup outlives that (see `kill_sandbox`). Once started, the
+        process is the caller's to end."""
         argv, fds = self.launch(command)
         try:
-            return _Session(await anyio.open_process(
-                argv, cwd=cwd, env=env, stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
-                start_new_session=True, pass_fds=fds))
+            with anyio.CancelScope(shield=True):
+                process = await anyio.open_process(
+                    argv, cwd=cwd, env=env, stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
+                    start_new_session=True, pass_fds=fds)
         finally:
             for fd in fds:
                 os.close(fd)
+        return process
 
     def launch(self, command: str) -> tuple[list[str], list[int]]:
         """The argv, and the descriptors it needs inherited (the caller closes them)."""
-        pins = open_pins(self.conf) if self.conf is not None and self.status.kind == "bwrap" \
-            else {}
+        pins = open_pins(self.conf) if self.conf is not None and self.bubblewrap else {}
         try:
             return bash_argv(self.conf, command, self.status, pins), list(pins.values())
         except BaseException:
@@ -147,11 +161,7 @@ class Confined:
 
 
 class _Session:
-    """A relayed command under bubblewrap. bubblewrap is two processes: the outer one (ours)
-    and the PID namespace's init, in a session of its own; the init outlived a SIGKILL of the
-    outer one (its `--die-with-parent` did not reach it) and kept the command running and
-    the editor's terminal open. So the init is killed first, which ends the namespace and
-    everything in it, then the outer one."""
+    """A relayed command under bubblewrap, which a kill ends with its whole sandbox."""
 
     def __init__(self, process: anyio.abc.Process) -> None:
         self._process = process
@@ -160,20 +170,13 @@ class _Session:
         return await self._process.wait()
 
     def kill(self) -> None:
-        pid = self._process.pid
-        for child in _children(pid):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(child, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
-            os.kill(pid, signal.SIGKILL)
+        kill_bubblewrap(self._process)
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as handle:
-            return [int(word) for word in handle.read().split()]
-    except (OSError, ValueError):
-        return []
+def kill_bubblewrap(process: anyio.abc.Process) -> None:
+    """SIGKILL what `Confined.spawn` started under bubblewrap, its whole sandbox included."""
+    if process.returncode is None:  # else bubblewrap is reaped, and its sandbox gone with it
+        kill_sandbox(process.pid)
 
 
 async def confine(request: CommandRequest, source: RulesSource | None) -> Confined:
@@ -283,8 +286,8 @@ tmpdirs.before_removal(POOL.kill_all)
 
 
 LAUNCHER = """shopt -s execfail
-b=$1 h=$2 t=$3
-shift 3
+b=$1 h=$2 t=$3 g=$4
+shift 4
 exec 4<"$h" 5<"$t" || exit 125
 pins=()
 while [ "$#" -gt 0 ] && [ "$1" != -- ]; do
@@ -294,18 +297,20 @@ while [ "$#" -gt 0 ] && [ "$1" != -- ]; do
     shift
 done
 shift
-exec "$b" --args 4 "${pins[@]}" --args 5 -- "$@"
+exec "$b" --unsetenv "$g" --args 4 "${pins[@]}" --args 5 -- "$@"
 echo "acpd sandbox: NOT RUN: cannot run $b" >&2
 exit 125"""
-"""The editor path's launcher: `bash -c LAUNCHER acpd-sandbox BWRAP HEAD TAIL PIN... --
-bash -c COMMAND`. Each pin (a git directory) is entered with `cd -P` and kept only when the
-physical path is the one the walk found (a directory swapped for a link since is not
-pinned, as in open_pins), then opened as `.` and bound by descriptor. bubblewrap reads the
-namespace and mount options before the pins from HEAD and the rest from TAIL."""
+"""The editor path's launcher: `bash -c LAUNCHER acpd-sandbox BWRAP HEAD TAIL TAG PIN... --
+bash -c COMMAND`. TAG, a variable name no one has, is unset in the sandbox, which does
+nothing but put TAG in bubblewrap's command line, where `EditorLaunch.end_leftovers` finds
+what a kill left running. Each pin (a git directory) is entered with `cd -P` and kept only
+when the physical path is the one the walk found (a directory swapped for a link since is
+not pinned, as in open_pins), then opened as `.` and bound by descriptor. bubblewrap reads
+the namespace and mount options before the pins from HEAD and the rest from TAIL."""
 
 
-SH_LAUNCHER = """b=$1 h=$2 t=$3
-shift 3
+SH_LAUNCHER = """b=$1 h=$2 t=$3 g=$4
+shift 4
 [ -x "$b" ] || { echo "acpd sandbox: NOT RUN: cannot run $b" >&2; exit 125; }
 [ -r "$h" ] && [ -r "$t" ] || { echo "acpd sandbox: NOT RUN: no arguments file" >&2; exit 125; }
 exec 4<"$h" 5<"$t"
@@ -324,10 +329,10 @@ for p do
         5) exec 9<. && set -- "$@" --bind-fd 9 "$p" ;;
     esac
 done
-exec "$b" --args 4 "$@" --args 5 -- "$s" -c "$c"
+exec "$b" --unsetenv "$g" --args 4 "$@" --args 5 -- "$s" -c "$c"
 """
 """The same launcher in POSIX sh, with the same arguments (`sh -c SH_LAUNCHER acpd-sandbox
-BWRAP HEAD TAIL PIN... -- BASH -c COMMAND`), used when there are at most `SH_PINS` pins (sh
+BWRAP HEAD TAIL TAG PIN... -- BASH -c COMMAND`), used when there are at most `SH_PINS` pins (sh
 redirects single-digit descriptors only: 3 and 6 to 9 are free). The pins are the arguments
 before the last four; each valid one is moved to the end as `--bind-fd N PATH`, which leaves
 exactly those. A shell that starts in a fraction of bash's time (dash), on the path of every
@@ -347,6 +352,18 @@ class EditorLaunch:
     command runs)."""
     shell: tuple[str, ...] = ()
     """The confined command's argv when relayed (`BASH -c COMMAND`)."""
+    tag: str | None = None
+    """What the launcher puts in bubblewrap's command line (see LAUNCHER)."""
+
+    async def end_leftovers(self) -> None:
+        """After a command that did not exit by itself (killed, cancelled, timed out, the
+        editor failed): end what is left of the launcher's sandbox. An editor that kills
+        bubblewrap in its first milliseconds leaves the sandbox's init alive, which then runs
+        the command, or waits forever holding the terminal open (see `kill_sandbox`). The
+        relay path ends its sandbox itself."""
+        if self.tag is not None:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(kill_tagged, self.tag)
 
     def cleanup(self) -> None:
         """Remove the argument files or the relay's socket (after the command, or if it
@@ -365,7 +382,7 @@ def editor_launch(confined: Confined, command: str, env_blocklist: Sequence[str]
     without the editor's environment names that `env_blocklist` matches (envscrub.py:
     removed before bubblewrap starts; `keep`: the names the runner sets itself)."""
     conf, binary = confined.conf, confined.status.binary
-    base = None
+    base = tag = None
     # Every program by absolute path: a relative PATH entry in the editor's environment
     # (`node_modules/.bin`, `.`) would find one the workspace holds, outside the sandbox for
     # the launcher, in place of the command's own shell inside it.
@@ -375,16 +392,17 @@ def editor_launch(confined: Confined, command: str, env_blocklist: Sequence[str]
         if relay is not None:  # the daemon scrubs the environment it is handed
             return EditorLaunch(relay.client, relay.argv(argv)[1:], {}, None, relay,
                                 tuple(argv))
-        base = os.path.join(_profile_dir(), uuid.uuid4().hex)
+        name = uuid.uuid4().hex
+        base, tag = os.path.join(_profile_dir(), name), f"ACPD_LAUNCH_{name}"
         _write_args(base + ".head", head_args(conf))
         _write_args(base + ".tail", tail_args(conf))
         small = len(conf.pinned) <= SH_PINS
         # bash in privileged mode: no BASH_ENV or exported function of the editor's runs.
         shell = [envscrub.absolute("sh")] if small else [envscrub.absolute("bash"), "-p"]
         argv = [*shell, "-c", SH_LAUNCHER if small else LAUNCHER, "acpd-sandbox", binary,
-                base + ".head", base + ".tail", *conf.pinned, "--", *argv]
+                base + ".head", base + ".tail", tag, *conf.pinned, "--", *argv]
     argv = envscrub.scrubbed(argv, env_blocklist, keep)
-    return EditorLaunch(argv[0], argv[1:], {}, base)
+    return EditorLaunch(argv[0], argv[1:], {}, base, tag=tag)
 
 
 def _relay() -> Relay | None:

@@ -145,6 +145,7 @@ class EditorTerminalRunner:
         launch = editor_launch(confined, request.command, self._env_blocklist,
                                keep=request.env)
         variables = {**QUIET_ENV, **launch.env, **request.env}
+        exited = False
         try:
             if launch.relay is None:
                 result = await self._run(request, launch.command, launch.args, variables,
@@ -152,7 +153,10 @@ class EditorTerminalRunner:
             else:
                 result = await self._run_relayed(request, confined, launch, launch.relay,
                                                  variables, on_terminal, on_output)
+            exited = result.exit_code is not None  # bubblewrap, and its sandbox, ended
         finally:
+            if not exited:
+                await launch.end_leftovers()
             launch.cleanup()
         result.sandbox, result.sandbox_notes = confined.label, confined.notes_after()
         return result

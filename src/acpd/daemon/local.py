@@ -21,7 +21,7 @@ import anyio.abc
 import anyio.to_thread
 
 from acpd.daemon.config import DEFAULT_ENV_BLOCKLIST
-from acpd.daemon.confine import Confined, RulesSource, confine
+from acpd.daemon.confine import Confined, RulesSource, confine, kill_bubblewrap
 from acpd.daemon.tail_buffer import TailBuffer as TailBuffer  # re-exported (demo, tests)
 from acpd.daemon.terminal_stream import LiveTerminal, TerminalStreams
 from acpd.daemon.terminal_wire import Exit
@@ -145,7 +145,7 @@ class LocalCommandRunner:
         process: Running | None = await confined.start_in_parent(request.command, env)
         if process is None:
             process = await self._spawn(confined, request, env)
-        self._groups.add_process(process)
+        self._groups.add_process(process, bubblewrap=confined.bubblewrap)
         live = self._live.open(request.call_id, request.command, request.cwd, combined,
                                request.output_byte_limit)
         outcome = _Outcome()
@@ -173,16 +173,8 @@ class LocalCommandRunner:
     async def _spawn(self, confined: Confined, request: CommandRequest,
                      env: dict[str, str]) -> anyio.abc.Process:
         """bubblewrap around `bash -c` (or bash alone, with no sandbox here)."""
-        argv, fds = confined.launch(request.command)
-        try:
-            process = await anyio.open_process(
-                argv, cwd=request.cwd, env=env, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                pass_fds=fds,
-            )
-        finally:
-            for fd in fds:
-                os.close(fd)
+        process = await confined.spawn(request.command, request.cwd, env,
+                                       (subprocess.DEVNULL, subprocess.PIPE, subprocess.PIPE))
         if self._track is not None:
             self._track(process)
         return process
@@ -203,8 +195,7 @@ class LocalCommandRunner:
             outcome.failure = exc
         finally:
             with anyio.CancelScope(shield=True):
-                await end_process(process, self._groups.kill_grace)
-                self._groups.discard_process(process)
+                await self._groups.end(process)
                 code = process.returncode  # negative: killed by that signal, no exit code
                 exit_code = None if outcome.timed_out or code is None or code < 0 else code
                 await live.close(Exit(exit_code, _signal_name(code)))
@@ -283,6 +274,7 @@ class ProcessGroups:
     def __init__(self) -> None:
         self._groups: set[int] = set()
         self._parented: set[ParentProcess] = set()
+        self._bubblewraps: set[anyio.abc.Process] = set()
         self.stopping = False
         """Set by stop(): a command started from now on is refused (and killed if it raced)."""
 
@@ -292,17 +284,28 @@ class ProcessGroups:
     def discard(self, pgid: int) -> None:
         self._groups.discard(pgid)
 
-    def add_process(self, process: Running) -> None:
+    def add_process(self, process: Running, *, bubblewrap: bool = False) -> None:
+        """`bubblewrap`: a process `Confined.spawn` started under bubblewrap, which is ended
+        with its sandbox at once (see `end_process`)."""
         if isinstance(process, ParentProcess):
             self._parented.add(process)
+        elif bubblewrap:
+            self._bubblewraps.add(process)
         else:
             self.add(process.pid)
 
-    def discard_process(self, process: Running) -> None:
-        if isinstance(process, ParentProcess):
-            self._parented.discard(process)
-        else:
-            self.discard(process.pid)
+    async def end(self, process: Running) -> None:
+        """End one command (done, timed out or cancelled), with this connection's grace,
+        and forget it."""
+        try:
+            await end_process(process, self.kill_grace,
+                              bubblewrap=process in self._bubblewraps)
+        finally:
+            if isinstance(process, ParentProcess):
+                self._parented.discard(process)
+            else:
+                self._bubblewraps.discard(process)
+                self.discard(process.pid)
 
     @property
     def kill_grace(self) -> float:
@@ -315,6 +318,8 @@ class ProcessGroups:
         groups = list(self._groups)
         for process in list(self._parented):
             process.kill(signal.SIGTERM)  # the init: it and its namespace die at once
+        for bubblewrap in list(self._bubblewraps):
+            kill_bubblewrap(bubblewrap)
         for pgid in groups:
             _signal_group(pgid, signal.SIGTERM)
         await _wait_groups_gone(groups, grace)
@@ -323,15 +328,21 @@ class ProcessGroups:
 
 
 
-async def end_process(process: Running, grace: float = KILL_GRACE) -> None:
-    """`kill_group` for a process of either kind; a parent's command dies at once (a
-    bubblewrap one did too: bubblewrap died of the TERM and took its namespace with it)."""
+async def end_process(process: Running, grace: float = KILL_GRACE, *,
+                      bubblewrap: bool = False) -> None:
+    """`kill_group` for unconfined bash. A sandboxed command dies at once, a parent's or
+    a `bubblewrap` one: its sandbox's init ignores a TERM (a TERM to the group killed only
+    bubblewrap, and a sandbox still in its setup lived on, see `kill_sandbox`)."""
     if isinstance(process, ParentProcess):
         if process.alive():
             process.kill(signal.SIGTERM)
         await process.wait()
     else:
-        await kill_group(process, grace)
+        if bubblewrap:
+            kill_bubblewrap(process)
+            await process.wait()
+        else:
+            await kill_group(process, grace)
         # Close the pipes now: after a timeout the unread rest of a full pipe keeps its
         # transport (two fds and the buffered output) open until the garbage collector
         # finds it, and then warns, or fails when the loop is gone.

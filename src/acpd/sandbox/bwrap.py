@@ -11,15 +11,19 @@ re-exposes what a mask covers. Namespaces: user (and no nested ones: `--disable-
 and the kernel kills every process in the namespace, `setsid` and double forks included. Not
 `--as-pid-1`, though it saves about 1 ms: a PID 1 ignores every signal it has no handler for,
 even `kill -9 $$` from inside, so a script that aborts itself that way would go on), network
-unless allowed, IPC, UTS, cgroup where possible. `--die-with-parent`: killing bwrap (cancel,
-timeout, an editor's terminal/kill) kills the sandbox. `--new-session`: the command has no
-controlling terminal, so it cannot push input into the terminal it runs in (TIOCSTI).
+unless allowed, IPC, UTS, cgroup where possible. `--die-with-parent`: killing bwrap kills the
+sandbox, once the sandbox is set up (killing it before takes `kill_sandbox`). `--new-session`:
+the command has no controlling terminal, so it cannot push input into the terminal it runs in
+(TIOCSTI).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
+import time
 from collections.abc import Sequence
 
 from acpd.sandbox.profile import Confinement
@@ -165,3 +169,68 @@ def tail_args(conf: Confinement) -> list[str]:
         argv += ["--setenv", "TMPDIR", "/tmp"]
     argv += ["--chdir", conf.cwd]
     return argv
+
+
+def kill_sandbox(pid: int) -> None:
+    """SIGKILL bubblewrap, started as `pid` in a session of its own, and its whole sandbox.
+
+    Killing bubblewrap alone is not enough. The PID namespace's init (bubblewrap's child) sets
+    its parent-death signal only when the sandbox's setup is done: bubblewrap killed before
+    that (a cancel or a terminal/kill in the first milliseconds) leaves the init alive,
+    reparented, and it runs the command. As the init of a PID namespace it ignores every
+    signal from outside but SIGKILL, and from `--new-session` on it is in a session of its
+    own. So bubblewrap's process group is stopped first (a stopped bubblewrap cannot fork an
+    init we would miss), then its children are killed wherever they are (the init, in the
+    group or out of it; the kernel then kills everything in its namespace), then the group.
+    The caller makes sure `pid` is not reaped yet (its number could be another's)."""
+    _signal_group(pid, signal.SIGSTOP)
+    for child in _children(pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(child, signal.SIGKILL)
+    _signal_group(pid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
+        os.killpg(pgid, sig)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as handle:
+            return [int(word) for word in handle.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def kill_tagged(tag: str) -> int:
+    """SIGKILL every process whose command line has `tag` as one of its words (bubblewrap
+    and its init, as the editor launcher starts them: daemon/confine.py LAUNCHER), again
+    until none is left; how many were killed. Blocking: it reads /proc."""
+    word = b"\0" + os.fsencode(tag) + b"\0"
+    killed: set[int] = set()
+    for _attempt in range(_TAGGED_ROUNDS):
+        found = [pid for pid in _pids() if word in b"\0" + _cmdline(pid)]
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        if not found:
+            break
+        killed.update(found)
+        time.sleep(0.01)  # a killed process keeps its command line until it is gone
+    return len(killed)
+
+
+_TAGGED_ROUNDS = 50
+
+
+def _pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read()
+    except OSError:  # gone, or not ours to read
+        return b""
