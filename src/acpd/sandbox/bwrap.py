@@ -172,27 +172,24 @@ def tail_args(conf: Confinement) -> list[str]:
 
 
 def kill_sandbox(pid: int) -> None:
-    """SIGKILL bubblewrap, started as `pid` in a session of its own, and its whole sandbox.
+    """SIGKILL bubblewrap, running as `pid`, and its whole sandbox.
 
     Killing bubblewrap alone is not enough. The PID namespace's init (bubblewrap's child) sets
     its parent-death signal only when the sandbox's setup is done: bubblewrap killed before
     that (a cancel or a terminal/kill in the first milliseconds) leaves the init alive,
     reparented, and it runs the command. As the init of a PID namespace it ignores every
     signal from outside but SIGKILL, and from `--new-session` on it is in a session of its
-    own. So bubblewrap's process group is stopped first (a stopped bubblewrap cannot fork an
-    init we would miss), then its children are killed wherever they are (the init, in the
-    group or out of it; the kernel then kills everything in its namespace), then the group.
-    The caller makes sure `pid` is not reaped yet (its number could be another's)."""
-    _signal_group(pid, signal.SIGSTOP)
+    own, out of reach of a signal to bubblewrap's group. So bubblewrap is stopped first (a
+    stopped process cannot fork an init we would miss), then its children are killed (the
+    init; the kernel then kills everything in its namespace), then bubblewrap. The caller
+    makes sure `pid` is not reaped yet (its number could be another's)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
+        os.kill(pid, signal.SIGSTOP)
     for child in _children(pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(child, signal.SIGKILL)
-    _signal_group(pid, signal.SIGKILL)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
-        os.killpg(pgid, sig)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
 
 
 def _children(pid: int) -> list[int]:

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 import anyio
 import anyio.abc
 
-from acpd.sandbox.bwrap import head_args
+from acpd.sandbox.bwrap import head_args, kill_sandbox
 from acpd.sandbox.profile import Confinement
 
 MAX_PARENTS = 4
@@ -508,8 +508,8 @@ class ParentPool:
             parents = [self._parents.pop(b) for b in bases]
         for parent in parents:
             parent.close()
-            with contextlib.suppress(OSError):
-                parent.process.kill()
+            if parent.process.poll() is None:  # (not reaped: its pid is still its own)
+                kill_sandbox(parent.process.pid)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 parent.process.wait(timeout=2)
 
